@@ -1,0 +1,17 @@
+# Decides whether GPU code is built. KOLO_CUDA=AUTO builds it when the CUDA toolkit is
+# found (in its standard location, /usr/local/cuda, or on PATH); OFF never; ON requires it.
+set(KOLO_WITH_CUDA OFF)
+if(NOT KOLO_CUDA STREQUAL "OFF")
+  if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    set(KOLO_WITH_CUDA ON)
+    find_package(NCCL)
+    find_package(CUDNN)
+  elseif(KOLO_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "KOLO_CUDA=ON but no CUDA toolkit was found")
+  endif()
+endif()
+message(STATUS "kolo: GPU code (KOLO_WITH_CUDA): ${KOLO_WITH_CUDA}")

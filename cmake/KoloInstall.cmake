@@ -1,0 +1,26 @@
+# Installs headers, libraries and a package config so that another CMake project can
+#   find_package(kolo REQUIRED)
+#   target_link_libraries(app PRIVATE kolo::kolo)
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/kolo DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS kolo kolo_runtime kolo_ops kolo_models
+  EXPORT koloTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT koloTargets NAMESPACE kolo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kolo)
+
+configure_package_config_file(cmake/koloConfig.cmake.in
+  "${PROJECT_BINARY_DIR}/koloConfig.cmake"
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kolo)
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/koloConfigVersion.cmake"
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+  "${PROJECT_BINARY_DIR}/koloConfig.cmake"
+  "${PROJECT_BINARY_DIR}/koloConfigVersion.cmake"
+  cmake/FindNCCL.cmake
+  cmake/FindCUDNN.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kolo)

@@ -1,0 +1,15 @@
+// The gradient set of torchvision's ResNet-50 (1000 classes): its 161 parameter tensors,
+// 25,557,032 float32 values, in the order backprop produces them (last layer first).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct GradientTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elements() const;
+};
+
+std::vector<GradientTensor> resnet50_gradients_backprop_order();

@@ -1,0 +1,208 @@
+// kolo — data-parallel training runtime over MPI, in the family of Horovod.
+//
+// The whole public C++ API of the runtime. A background thread per rank owns every
+// collective: callers enqueue named operations and get a Handle back at once; the
+// thread negotiates with the other ranks which names are ready everywhere, fuses
+// small tensors, and runs the collectives in the same order on every rank.
+//
+//   kolo::init();
+//   kolo::Handle h = kolo::allreduce_async("grad/w", kolo::view(w_grad));
+//   ... more work ...
+//   h.wait().throw_if_error();
+//   kolo::shutdown();
+//
+// Errors never hang and never abort inside a library call: an operation that cannot
+// run fails its Handle with a Status whose message names the tensor, what differs and
+// on which ranks. Configuration comes from the environment (KOLO_*, or the HOROVOD_*
+// alias); see docs/configuration.md.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+namespace kolo {
+
+// ---- Element types and reductions ---------------------------------------------------
+
+enum class DType : int { Float32, Float64, Float16, BFloat16, Int8, UInt8, Int32, Int64 };
+enum class ReduceOp : int { Sum, Average, Min, Max, Product };
+
+std::size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);   // "float32", "bfloat16", ...
+const char* op_name(ReduceOp op);      // "sum", "average", ...
+bool is_floating_point(DType dtype);
+
+// Where a tensor's memory lives. CUDA tensors are accepted by GPU backends only.
+struct Device {
+  enum class Kind : int { CPU, CUDA };
+  Kind kind = Kind::CPU;
+  int index = -1;  // CUDA device ordinal; -1 for the CPU
+
+  static Device cpu() { return {}; }
+  static Device cuda(int ordinal) { return {Kind::CUDA, ordinal}; }
+  bool is_cpu() const { return kind == Kind::CPU; }
+  bool operator==(const Device&) const = default;
+};
+
+// A borrowed tensor: kolo reads and writes `data` but never owns or frees it. The
+// memory must stay valid until the operation's Handle is done.
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;  // {} is a scalar (one element)
+  Device device = Device::cpu();
+
+  int64_t num_elements() const;
+  std::size_t num_bytes() const { return static_cast<std::size_t>(num_elements()) * dtype_size(dtype); }
+};
+
+template <typename T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::Float32; }
+template <> constexpr DType dtype_of<double>() { return DType::Float64; }
+template <> constexpr DType dtype_of<int8_t>() { return DType::Int8; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+
+// A 1-D view of a vector (or of an explicit shape over its storage).
+template <typename T>
+TensorView view(std::vector<T>& v, std::vector<int64_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
+  return TensorView{v.data(), dtype_of<T>(), std::move(shape), Device::cpu()};
+}
+
+// ---- Status, errors, handles ----------------------------------------------------------
+
+enum class StatusCode : int {
+  Ok = 0,
+  Pending,          // wait_for() timed out; the operation is still running
+  InvalidArgument,  // rejected on this rank before it was enqueued
+  Mismatch,         // ranks submitted the same name with different shape/dtype/op/...
+  Stalled,          // not submitted by every rank within KOLO_STALL_SHUTDOWN_TIME_SECONDS
+  Aborted,          // kolo was shut down before the operation ran
+  CommFailure,      // the communication backend reported an error
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(StatusCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  StatusCode code() const { return code_; }
+
+ private:
+  StatusCode code_;
+};
+
+class Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  static Status OK() { return {}; }
+
+  bool ok() const { return code_ == StatusCode::Ok; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  void throw_if_error() const {
+    if (!ok()) throw Error(code_, message_);
+  }
+
+ private:
+  StatusCode code_ = StatusCode::Ok;
+  std::string message_;
+};
+
+namespace detail { struct HandleState; }
+
+// The caller's side of one enqueued operation. Copyable; all copies share the state.
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
+
+  bool valid() const { return state_ != nullptr; }
+  bool ready() const;                                   // never blocks
+  Status wait() const;                                  // blocks until done
+  Status wait_for(std::chrono::milliseconds timeout) const;  // Pending if not done in time
+
+  // For operations whose result size depends on other ranks (allgather, alltoall,
+  // reducescatter), the result lives in memory owned by the handle; valid after wait().
+  TensorView output() const;
+  // alltoall only: how many first-dimension rows came from each rank.
+  const std::vector<int64_t>& received_splits() const;
+
+ private:
+  std::shared_ptr<detail::HandleState> state_;
+};
+
+// ---- Lifetime and topology -------------------------------------------------------------
+
+// Starts kolo on MPI_COMM_WORLD. Initialises MPI (MPI_THREAD_MULTIPLE) unless the program
+// already did, in which case kolo leaves MPI_Finalize to the program and checks that the
+// program's thread level is MPI_THREAD_MULTIPLE. Throws kolo::Error on failure.
+void init();
+// Starts kolo on a sub-communicator (kolo works on its own duplicate of it).
+void init(MPI_Comm comm);
+// Fails every pending handle with StatusCode::Aborted and joins the background thread.
+// All ranks should call it; it returns once this rank's thread has stopped.
+void shutdown();
+bool is_initialized();
+
+int rank();
+int size();
+int local_rank();   // rank among the processes on this node
+int local_size();
+int cross_rank();   // index of this node among the nodes
+int cross_size();   // number of nodes
+
+// ---- Collectives -----------------------------------------------------------------------
+
+struct AllreduceOptions {
+  ReduceOp op = ReduceOp::Average;
+  double prescale = 1.0;   // multiplies the input before the reduction
+  double postscale = 1.0;  // multiplies the result (after the average's 1/size)
+};
+
+// output may be the same memory as input (in place). Shapes and dtypes must match.
+Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                       const AllreduceOptions& options = {});
+Handle allreduce_async(const std::string& name, const TensorView& inout,
+                       const AllreduceOptions& options = {});
+// Negotiated and executed as one unit: none runs before all are ready on every rank.
+std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs,
+                                            const std::vector<TensorView>& outputs,
+                                            const AllreduceOptions& options = {});
+// Concatenates every rank's input along the first dimension (which may differ per rank;
+// the other dimensions may not). Result: handle.output().
+Handle allgather_async(const std::string& name, const TensorView& input);
+// Overwrites `buffer` on every rank with root's.
+Handle broadcast_async(const std::string& name, const TensorView& buffer, int root);
+// Sends splits[r] first-dimension rows to rank r (splits empty: equal split; the first
+// dimension must then divide by size()). Result: handle.output(), handle.received_splits().
+Handle alltoall_async(const std::string& name, const TensorView& input,
+                      const std::vector<int64_t>& splits = {});
+// Reduces the inputs (same shape on every rank), then gives rank r its part of the first
+// dimension: rows are split as evenly as possible, lower ranks get the extra ones.
+Handle reducescatter_async(const std::string& name, const TensorView& input,
+                           ReduceOp op = ReduceOp::Average);
+
+// Blocking forms: wait and throw kolo::Error on failure.
+void allreduce(const std::string& name, const TensorView& inout, const AllreduceOptions& options = {});
+void broadcast(const std::string& name, const TensorView& buffer, int root);
+void barrier();
+// Declares that this rank has no more data. Until every rank has joined, this rank takes
+// part in the others' allreduces with zeros (an Average still divides by size(), as in
+// Horovod). Other collectives fail while a rank has joined. Blocks until all have joined.
+void join();
+
+// The configuration in effect (read from the environment at init()).
+std::string describe_configuration();
+
+}  // namespace kolo

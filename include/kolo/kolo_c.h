@@ -1,0 +1,68 @@
+/* kolo C API: plain C over the C++ runtime, for programs in other languages and for
+ * tests that live outside the project.
+ *
+ * Every *_async call returns a handle > 0, or < 0 when the call failed at once (then
+ * kolo_last_error() says why). kolo_wait() blocks until the operation is done, returns 0
+ * on success, and releases the handle; kolo_poll() never blocks. Buffers must stay valid
+ * until the handle is done. `input == output` (in place) is allowed. `device` is -1 for
+ * CPU memory, or a CUDA ordinal for GPU memory where the build has a GPU backend.
+ */
+#ifndef KOLO_C_H
+#define KOLO_C_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { KOLO_FLOAT32, KOLO_FLOAT64, KOLO_FLOAT16, KOLO_BFLOAT16,
+               KOLO_INT8, KOLO_UINT8, KOLO_INT32, KOLO_INT64 } kolo_dtype;
+typedef enum { KOLO_SUM, KOLO_AVERAGE, KOLO_MIN, KOLO_MAX, KOLO_PRODUCT } kolo_op;
+typedef int64_t kolo_handle; /* > 0 valid; < 0 the call failed at once */
+
+int kolo_init(void); /* 0 on success */
+int kolo_shutdown(void);
+int kolo_is_initialized(void);
+int kolo_rank(void);
+int kolo_size(void);
+int kolo_local_rank(void);
+int kolo_local_size(void);
+int kolo_cross_rank(void);
+int kolo_cross_size(void);
+
+kolo_handle kolo_allreduce_async(const char* name, const void* input, void* output,
+                                 kolo_dtype dtype, int ndim, const int64_t* shape, kolo_op op,
+                                 double prescale, double postscale, int device /* -1 = CPU */);
+kolo_handle kolo_broadcast_async(const char* name, void* buffer, kolo_dtype dtype, int ndim,
+                                 const int64_t* shape, int root, int device);
+/* Result (the concatenation along the first dimension) is read with kolo_output_* before
+ * kolo_wait releases the handle: call kolo_poll until it returns 1, or use
+ * kolo_wait_output, which waits and copies the result into a caller's buffer. */
+kolo_handle kolo_allgather_async(const char* name, const void* input, kolo_dtype dtype, int ndim,
+                                 const int64_t* shape, int device);
+/* splits: `kolo_size()` row counts, or NULL for an equal split. */
+kolo_handle kolo_alltoall_async(const char* name, const void* input, kolo_dtype dtype, int ndim,
+                                const int64_t* shape, const int64_t* splits, int device);
+kolo_handle kolo_reducescatter_async(const char* name, const void* input, kolo_dtype dtype,
+                                     int ndim, const int64_t* shape, kolo_op op, int device);
+
+int kolo_poll(kolo_handle h); /* 1 done, 0 pending, < 0 unknown handle */
+int kolo_wait(kolo_handle h); /* 0 success; nonzero failure, see kolo_last_error */
+/* For allgather/alltoall/reducescatter: waits, then copies the result into `output`
+ * (capacity `output_bytes`), stores the result's first dimension in *first_dim when not
+ * NULL, and releases the handle. 0 on success. */
+int kolo_wait_output(kolo_handle h, void* output, int64_t output_bytes, int64_t* first_dim);
+/* Bytes of the result of a done allgather/alltoall/reducescatter handle; -1 if not done. */
+int64_t kolo_output_bytes(kolo_handle h);
+
+int kolo_barrier(void);
+int kolo_join(void);
+
+const char* kolo_last_error(void); /* message of this thread's last failure */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KOLO_C_H */

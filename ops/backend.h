@@ -1,0 +1,56 @@
+// The narrow interface every collective backend implements (MPI now; NCCL and
+// hierarchical later). A backend moves and reduces flat buffers; it knows nothing of
+// tensor names, negotiation or fusion. All calls are made from the runtime's single
+// background thread, in the same order on every rank. Failures throw kolo::Error
+// with StatusCode::CommFailure.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "kolo/kolo.h"
+
+namespace kolo::ops {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  virtual bool supports(const Device& device) const = 0;
+
+  // Element-wise reduction across ranks. `op` is Sum, Min, Max or Product; the runtime
+  // turns Average into Sum plus scaling. `input == output` is in place.
+  virtual void allreduce(const void* input, void* output, int64_t count, DType dtype,
+                         ReduceOp op) = 0;
+  // Rank r contributes counts[r] elements; output holds them all, rank by rank.
+  virtual void allgatherv(const void* input, void* output, std::span<const int64_t> counts,
+                          DType dtype) = 0;
+  virtual void broadcast(void* data, int64_t count, DType dtype, int root) = 0;
+  // send_counts[r] elements go to rank r; recv_counts[r] come from rank r.
+  virtual void alltoallv(const void* input, std::span<const int64_t> send_counts, void* output,
+                         std::span<const int64_t> recv_counts, DType dtype) = 0;
+  // Reduces `input` (sum of counts elements) and leaves part r (counts[r] elements) on rank r.
+  virtual void reducescatter(const void* input, void* output, std::span<const int64_t> counts,
+                             DType dtype, ReduceOp op) = 0;
+  virtual void barrier() = 0;
+};
+
+// The small, latency-bound messages the runtime's negotiation exchanges every cycle.
+class ControlChannel {
+ public:
+  virtual ~ControlChannel() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Bitwise AND of `words` across ranks, in place.
+  virtual void allreduce_and(std::span<uint64_t> words) = 0;
+  // Root receives every rank's message (index = rank); others receive nothing.
+  virtual std::vector<std::string> gather(const std::string& message, int root) = 0;
+  // Every rank ends with root's message.
+  virtual void broadcast(std::string& message, int root) = 0;
+};
+
+}  // namespace kolo::ops

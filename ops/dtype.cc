@@ -1,0 +1,206 @@
+#include "dtype.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace kolo {
+
+std::size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::Float64:
+    case DType::Int64: return 8;
+    case DType::Float32:
+    case DType::Int32: return 4;
+    case DType::Float16:
+    case DType::BFloat16: return 2;
+    case DType::Int8:
+    case DType::UInt8: return 1;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Int8: return "int8";
+    case DType::UInt8: return "uint8";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+  }
+  return "unknown";
+}
+
+const char* op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Average: return "average";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Product: return "product";
+  }
+  return "unknown";
+}
+
+bool is_floating_point(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
+         dtype == DType::BFloat16;
+}
+
+int64_t TensorView::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+namespace ops {
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // inf / nan
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal half: normalise
+    int shift = 0;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    mantissa &= 0x3ffu;
+    bits = sign | (static_cast<uint32_t>(113 - shift) << 23) | (mantissa << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+uint16_t float_to_half(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or nan
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504
+  if (abs < 0x38800000u) {  // result is subnormal or zero
+    if (abs < 0x33000000u) return sign;  // below half the smallest subnormal
+    const uint32_t exponent = abs >> 23;
+    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - exponent;  // 14..24
+    uint32_t result = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (result & 1u))) ++result;
+    return static_cast<uint16_t>(sign | result);
+  }
+  uint32_t result = ((abs - 0x38000000u) >> 13);
+  const uint32_t rest = abs & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
+  return static_cast<uint16_t>(sign | result);
+}
+
+float bfloat16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+uint16_t float_to_bfloat16(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+namespace {
+
+template <typename T>
+T apply(ReduceOp op, T a, T b) {
+  switch (op) {
+    case ReduceOp::Min: return std::min(a, b);
+    case ReduceOp::Max: return std::max(a, b);
+    case ReduceOp::Product: return static_cast<T>(a * b);
+    default: return static_cast<T>(a + b);
+  }
+}
+
+template <typename T>
+void reduce_typed(void* inout, const void* in, int64_t count, ReduceOp op) {
+  T* a = static_cast<T*>(inout);
+  const T* b = static_cast<const T*>(in);
+  switch (op) {  // one loop per op so that the compiler vectorises each
+    case ReduceOp::Min: for (int64_t i = 0; i < count; ++i) a[i] = std::min(a[i], b[i]); break;
+    case ReduceOp::Max: for (int64_t i = 0; i < count; ++i) a[i] = std::max(a[i], b[i]); break;
+    case ReduceOp::Product: for (int64_t i = 0; i < count; ++i) a[i] = static_cast<T>(a[i] * b[i]); break;
+    default: for (int64_t i = 0; i < count; ++i) a[i] = static_cast<T>(a[i] + b[i]); break;
+  }
+}
+
+// 16-bit floats are reduced in float and rounded once per pairwise step, as MPI
+// reduces pairwise.
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void reduce_16bit(void* inout, const void* in, int64_t count, ReduceOp op) {
+  uint16_t* a = static_cast<uint16_t*>(inout);
+  const uint16_t* b = static_cast<const uint16_t*>(in);
+  for (int64_t i = 0; i < count; ++i) a[i] = FromFloat(apply(op, ToFloat(a[i]), ToFloat(b[i])));
+}
+
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void scale_16bit(uint16_t* dst, const uint16_t* src, int64_t count, float factor) {
+  for (int64_t i = 0; i < count; ++i) dst[i] = FromFloat(ToFloat(src[i]) * factor);
+}
+
+}  // namespace
+
+void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op) {
+  switch (dtype) {
+    case DType::Float32: return reduce_typed<float>(inout, in, count, op);
+    case DType::Float64: return reduce_typed<double>(inout, in, count, op);
+    case DType::Int8: return reduce_typed<int8_t>(inout, in, count, op);
+    case DType::UInt8: return reduce_typed<uint8_t>(inout, in, count, op);
+    case DType::Int32: return reduce_typed<int32_t>(inout, in, count, op);
+    case DType::Int64: return reduce_typed<int64_t>(inout, in, count, op);
+    case DType::Float16: return reduce_16bit<half_to_float, float_to_half>(inout, in, count, op);
+    case DType::BFloat16:
+      return reduce_16bit<bfloat16_to_float, float_to_bfloat16>(inout, in, count, op);
+  }
+}
+
+void scale_copy(void* dst, const void* src, int64_t count, DType dtype, double factor) {
+  switch (dtype) {
+    case DType::Float32: {
+      const float f = static_cast<float>(factor);
+      float* d = static_cast<float*>(dst);
+      const float* s = static_cast<const float*>(src);
+      for (int64_t i = 0; i < count; ++i) d[i] = s[i] * f;
+      return;
+    }
+    case DType::Float64: {
+      double* d = static_cast<double*>(dst);
+      const double* s = static_cast<const double*>(src);
+      for (int64_t i = 0; i < count; ++i) d[i] = s[i] * factor;
+      return;
+    }
+    case DType::Float16:
+      return scale_16bit<half_to_float, float_to_half>(static_cast<uint16_t*>(dst),
+                                                       static_cast<const uint16_t*>(src), count,
+                                                       static_cast<float>(factor));
+    case DType::BFloat16:
+      return scale_16bit<bfloat16_to_float, float_to_bfloat16>(
+          static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+          static_cast<float>(factor));
+    default:
+      if (dst != src) std::memcpy(dst, src, static_cast<std::size_t>(count) * dtype_size(dtype));
+      return;  // integers are never scaled (rejected by the runtime)
+  }
+}
+
+void scale(void* data, int64_t count, DType dtype, double factor) {
+  scale_copy(data, data, count, dtype, factor);
+}
+
+}  // namespace ops
+}  // namespace kolo

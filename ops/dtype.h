@@ -1,0 +1,28 @@
+// Element-wise kernels over raw buffers of any kolo dtype: the reductions a backend
+// needs for types MPI lacks (float16, bfloat16), and the scaling used by average,
+// prescale and postscale. CPU memory only.
+#pragma once
+
+#include <cstdint>
+
+#include "kolo/kolo.h"
+
+namespace kolo::ops {
+
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);  // round to nearest even; overflow -> inf
+float bfloat16_to_float(uint16_t b);
+uint16_t float_to_bfloat16(float f);  // round to nearest even; NaN stays NaN
+
+// inout[i] = inout[i] (op) in[i]. op is Sum, Min, Max or Product (Average is a Sum
+// followed by scale()).
+void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op);
+
+// data[i] *= factor, computed in double for float64 and in float otherwise. Floating
+// dtypes only (the runtime rejects scaling of integers before it gets here).
+void scale(void* data, int64_t count, DType dtype, double factor);
+
+// dst[i] = src[i] * factor (dst may equal src).
+void scale_copy(void* dst, const void* src, int64_t count, DType dtype, double factor);
+
+}  // namespace kolo::ops

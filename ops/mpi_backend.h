@@ -1,0 +1,53 @@
+// The MPI backend: collectives on CPU memory over a duplicate of the communicator kolo
+// was given, so that the program's own MPI traffic never interleaves with kolo's.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <memory>
+
+#include "backend.h"
+
+namespace kolo::ops {
+
+struct MpiOptions {
+  // Allreduces larger than this are run as a pipeline of pieces of this size: on shared
+  // memory, cache-sized pieces reduce much faster than one large call (docs/perf.md).
+  int64_t allreduce_chunk_bytes = 0;  // 0: 256 KiB per rank
+  // How long a control message may wait for the other ranks before kolo declares them
+  // lost (the background thread of a healthy rank answers within one cycle).
+  std::chrono::milliseconds control_timeout{std::chrono::seconds(300)};
+};
+
+// Owns the duplicated communicator and the node topology derived from it.
+class MpiContext {
+ public:
+  explicit MpiContext(MPI_Comm parent);
+  ~MpiContext();
+  MpiContext(const MpiContext&) = delete;
+  MpiContext& operator=(const MpiContext&) = delete;
+
+  MPI_Comm comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  int cross_rank() const { return cross_rank_; }
+  int cross_size() const { return cross_size_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  int local_rank_ = 0, local_size_ = 1;
+  int cross_rank_ = 0, cross_size_ = 1;
+};
+
+std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const MpiOptions& options);
+std::unique_ptr<ControlChannel> make_mpi_control_channel(const MpiContext& context,
+                                                         const MpiOptions& options);
+
+// Throws kolo::Error(CommFailure) naming `what` when `rc` is not MPI_SUCCESS.
+void check_mpi(int rc, const char* what);
+
+}  // namespace kolo::ops

@@ -1,0 +1,328 @@
+// The public C++ API (include/kolo/kolo.h): argument checks that need no other rank,
+// then a hand-off to the Runtime's queue.
+#include <mutex>
+
+#include "kolo/kolo.h"
+#include "logging.h"
+#include "runtime.h"
+
+namespace kolo {
+namespace {
+
+std::mutex g_mutex;  // guards g_runtime's creation and destruction
+std::unique_ptr<Runtime> g_runtime;
+
+Runtime& runtime() {
+  if (!g_runtime) throw Error(StatusCode::InvalidArgument, "kolo is not initialised: call kolo::init() first");
+  return *g_runtime;
+}
+
+Handle failed(StatusCode code, const std::string& message) {
+  auto state = std::make_shared<detail::HandleState>();
+  state->complete(Status(code, message));
+  return Handle(state);
+}
+
+// Checks that the caller's view is usable; returns an error message or "".
+std::string check_view(const std::string& name, const TensorView& view, const char* role) {
+  for (int64_t d : view.shape)
+    if (d < 0) return "kolo: " + std::string(role) + " of '" + name + "' has a negative dimension " + shape_string(view.shape);
+  if (view.data == nullptr && view.num_elements() > 0)
+    return "kolo: " + std::string(role) + " of '" + name + "' has no data (null pointer)";
+  if (!view.device.is_cpu())
+    return "kolo: tensor '" + name + "' is on cuda:" + std::to_string(view.device.index) +
+           ", but this build's backend (mpi) handles CPU memory only";
+  return "";
+}
+
+Request make_request(const std::string& name, OpType type, const TensorView& input) {
+  Request r;
+  r.name = name;
+  r.type = type;
+  r.dtype = input.dtype;
+  r.device = input.device;
+  r.shape = input.shape;
+  return r;
+}
+
+Handle submit(std::vector<TensorEntry> entries) {
+  std::vector<Handle> handles;
+  for (TensorEntry& e : entries) {
+    e.handle = std::make_shared<detail::HandleState>();
+    handles.emplace_back(e.handle);
+  }
+  Status status = runtime().submit(std::move(entries));
+  if (!status.ok()) return failed(status.code(), status.message());
+  return handles.front();
+}
+
+// Returns an error message if the allreduce arguments are unusable, else "".
+std::string check_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                            const AllreduceOptions& options) {
+  if (name.empty()) return "kolo: a tensor name must not be empty";
+  if (auto e = check_view(name, input, "input"); !e.empty()) return e;
+  if (auto e = check_view(name, output, "output"); !e.empty()) return e;
+  if (input.dtype != output.dtype)
+    return "kolo: allreduce of '" + name + "': input is " + dtype_name(input.dtype) + " but output is " + dtype_name(output.dtype);
+  if (input.num_elements() != output.num_elements())
+    return "kolo: allreduce of '" + name + "': input has " + std::to_string(input.num_elements()) +
+           " elements but output has " + std::to_string(output.num_elements());
+  if (!is_floating_point(input.dtype) &&
+      (options.op == ReduceOp::Average || options.prescale != 1.0 || options.postscale != 1.0))
+    return "kolo: allreduce of '" + name + "': average and pre/postscale need a floating-point dtype, not " +
+           dtype_name(input.dtype) + " (use sum and divide)";
+  return "";
+}
+
+TensorEntry allreduce_entry(const std::string& name, const TensorView& input, const TensorView& output,
+                            const AllreduceOptions& options) {
+  TensorEntry e;
+  e.request = make_request(name, OpType::Allreduce, input);
+  e.request.op = options.op;
+  e.request.prescale = options.prescale;
+  e.request.postscale = options.postscale;
+  e.input = input;
+  e.output = output;
+  return e;
+}
+
+}  // namespace
+
+// ---- Handle -----------------------------------------------------------------------------
+
+bool Handle::ready() const {
+  if (!state_) return true;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->done;
+}
+
+Status Handle::wait() const {
+  if (!state_) return Status(StatusCode::InvalidArgument, "kolo: wait() on an empty handle");
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  state_->done_cv.wait(lock, [this] { return state_->done; });
+  return state_->status;
+}
+
+Status Handle::wait_for(std::chrono::milliseconds timeout) const {
+  if (!state_) return Status(StatusCode::InvalidArgument, "kolo: wait_for() on an empty handle");
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  if (!state_->done_cv.wait_for(lock, timeout, [this] { return state_->done; }))
+    return Status(StatusCode::Pending, "kolo: operation still running");
+  return state_->status;
+}
+
+TensorView Handle::output() const {
+  if (!state_) return {};
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->output;
+}
+
+const std::vector<int64_t>& Handle::received_splits() const {
+  static const std::vector<int64_t> none;
+  if (!state_) return none;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->received_splits;
+}
+
+// ---- lifetime -----------------------------------------------------------------------------
+
+namespace {
+
+void start(MPI_Comm comm, bool owns_mpi, const Config& config) {
+  g_runtime = std::make_unique<Runtime>(comm, config, owns_mpi);
+  set_log_rank(g_runtime->context().rank());
+  if (g_runtime->context().rank() == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
+}
+
+void require_thread_multiple() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: MPI was initialised without MPI_THREAD_MULTIPLE (thread level " +
+                    std::to_string(provided) +
+                    "), but kolo's background thread makes MPI calls while the program runs: "
+                    "initialise MPI with MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), "
+                    "or let kolo::init() initialise it");
+}
+
+}  // namespace
+
+void init() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_runtime) return;
+  const Config config = config_from_environment();
+  set_log_level(config.log_level);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) throw Error(StatusCode::InvalidArgument, "kolo: MPI has already been finalised; kolo cannot start again");
+  bool owns_mpi = false;
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      throw Error(StatusCode::CommFailure, "kolo: MPI_Init_thread failed");
+    owns_mpi = true;
+  }
+  require_thread_multiple();
+  start(MPI_COMM_WORLD, owns_mpi, config);
+}
+
+void init(MPI_Comm comm) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_runtime) return;
+  const Config config = config_from_environment();
+  set_log_level(config.log_level);
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    throw Error(StatusCode::InvalidArgument, "kolo: init(MPI_Comm) needs MPI to be initialised by the program");
+  require_thread_multiple();
+  start(comm, false, config);
+}
+
+void shutdown() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_runtime) return;
+  const bool owns_mpi = g_runtime->owns_mpi();
+  g_runtime.reset();  // joins the thread and frees the communicator
+  if (owns_mpi) MPI_Finalize();
+}
+
+bool is_initialized() { return g_runtime != nullptr; }
+int rank() { return runtime().context().rank(); }
+int size() { return runtime().context().size(); }
+int local_rank() { return runtime().context().local_rank(); }
+int local_size() { return runtime().context().local_size(); }
+int cross_rank() { return runtime().context().cross_rank(); }
+int cross_size() { return runtime().context().cross_size(); }
+std::string describe_configuration() { return runtime().config().describe(); }
+
+// ---- collectives ---------------------------------------------------------------------------
+
+Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                       const AllreduceOptions& options) {
+  runtime();
+  if (auto e = check_allreduce(name, input, output, options); !e.empty())
+    return failed(StatusCode::InvalidArgument, e);
+  std::vector<TensorEntry> entries;
+  entries.push_back(allreduce_entry(name, input, output, options));
+  return submit(std::move(entries));
+}
+
+Handle allreduce_async(const std::string& name, const TensorView& inout, const AllreduceOptions& options) {
+  return allreduce_async(name, inout, inout, options);
+}
+
+std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs,
+                                            const std::vector<TensorView>& outputs,
+                                            const AllreduceOptions& options) {
+  runtime();
+  auto all_failed = [&](const std::string& message) {
+    return std::vector<Handle>(std::max<std::size_t>(names.size(), 1),
+                               failed(StatusCode::InvalidArgument, message));
+  };
+  if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size())
+    return all_failed("kolo: grouped allreduce needs as many names, inputs and outputs (and at least one)");
+  std::vector<TensorEntry> entries;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (auto e = check_allreduce(names[i], inputs[i], outputs[i], options); !e.empty()) return all_failed(e);
+    entries.push_back(allreduce_entry(names[i], inputs[i], outputs[i], options));
+    entries.back().request.group = names.front();
+    entries.back().request.group_size = static_cast<int32_t>(names.size());
+    entries.back().handle = std::make_shared<detail::HandleState>();
+  }
+  std::vector<Handle> handles;
+  for (const TensorEntry& e : entries) handles.emplace_back(e.handle);
+  Status status = runtime().submit(std::move(entries));
+  if (!status.ok()) return all_failed(status.message());
+  return handles;
+}
+
+Handle allgather_async(const std::string& name, const TensorView& input) {
+  runtime();
+  if (auto e = check_view(name, input, "input"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
+  if (input.shape.empty())
+    return failed(StatusCode::InvalidArgument, "kolo: allgather of '" + name + "' needs at least one dimension (got a scalar)");
+  std::vector<TensorEntry> entries(1);
+  entries[0].request = make_request(name, OpType::Allgather, input);
+  entries[0].input = entries[0].output = input;
+  return submit(std::move(entries));
+}
+
+Handle broadcast_async(const std::string& name, const TensorView& buffer, int root) {
+  runtime();
+  if (auto e = check_view(name, buffer, "buffer"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
+  if (root < 0 || root >= size())
+    return failed(StatusCode::InvalidArgument, "kolo: broadcast of '" + name + "': root " + std::to_string(root) +
+                                                   " is not a rank (size " + std::to_string(size()) + ")");
+  std::vector<TensorEntry> entries(1);
+  entries[0].request = make_request(name, OpType::Broadcast, buffer);
+  entries[0].request.root = root;
+  entries[0].input = entries[0].output = buffer;
+  return submit(std::move(entries));
+}
+
+Handle alltoall_async(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits) {
+  runtime();
+  if (auto e = check_view(name, input, "input"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
+  if (input.shape.empty())
+    return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "' needs at least one dimension");
+  const int64_t rows = input.shape[0];
+  std::vector<int64_t> s = splits;
+  if (s.empty()) {
+    if (rows % size() != 0)
+      return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "': first dimension " + std::to_string(rows) +
+                                                     " does not divide by " + std::to_string(size()) + " ranks; pass splits");
+    s.assign(size(), rows / size());
+  }
+  int64_t total = 0;
+  for (int64_t x : s) total += x < 0 ? rows + 1 : x;
+  if (static_cast<int>(s.size()) != size() || total != rows)
+    return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "': splits must be " + std::to_string(size()) +
+                                                   " non-negative row counts that add up to " + std::to_string(rows));
+  std::vector<TensorEntry> entries(1);
+  entries[0].request = make_request(name, OpType::Alltoall, input);
+  entries[0].input = entries[0].output = input;
+  entries[0].splits = std::move(s);
+  return submit(std::move(entries));
+}
+
+Handle reducescatter_async(const std::string& name, const TensorView& input, ReduceOp op) {
+  runtime();
+  if (auto e = check_view(name, input, "input"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
+  if (input.shape.empty())
+    return failed(StatusCode::InvalidArgument, "kolo: reducescatter of '" + name + "' needs at least one dimension");
+  if (op == ReduceOp::Average && !is_floating_point(input.dtype))
+    return failed(StatusCode::InvalidArgument, "kolo: reducescatter of '" + name + "': average needs a floating-point dtype, not " +
+                                                   dtype_name(input.dtype));
+  std::vector<TensorEntry> entries(1);
+  entries[0].request = make_request(name, OpType::Reducescatter, input);
+  entries[0].request.op = op;
+  entries[0].input = entries[0].output = input;
+  return submit(std::move(entries));
+}
+
+void allreduce(const std::string& name, const TensorView& inout, const AllreduceOptions& options) {
+  allreduce_async(name, inout, options).wait().throw_if_error();
+}
+
+void broadcast(const std::string& name, const TensorView& buffer, int root) {
+  broadcast_async(name, buffer, root).wait().throw_if_error();
+}
+
+void barrier() {
+  runtime();
+  std::vector<TensorEntry> entries(1);
+  entries[0].request.name = "kolo.barrier";
+  entries[0].request.type = OpType::Barrier;
+  entries[0].request.shape = {0};
+  submit(std::move(entries)).wait().throw_if_error();
+}
+
+void join() {
+  Handle(runtime().join()).wait().throw_if_error();
+}
+
+}  // namespace kolo

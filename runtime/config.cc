@@ -1,0 +1,133 @@
+#include "config.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "kolo/kolo.h"
+
+namespace kolo {
+namespace {
+
+// Reads KOLO_<name>, else HOROVOD_<name>; returns the variable actually used too.
+std::optional<std::pair<std::string, std::string>> lookup(const EnvLookup& env,
+                                                          const std::string& name) {
+  for (const char* prefix : {"KOLO_", "HOROVOD_"}) {
+    const std::string variable = prefix + name;
+    if (auto value = env(variable)) return std::make_pair(variable, *value);
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void reject(const std::string& variable, const std::string& value,
+                         const std::string& expected) {
+  throw Error(StatusCode::InvalidArgument,
+              "kolo: bad value " + variable + "='" + value + "': expected " + expected);
+}
+
+double parse_number(const std::string& variable, const std::string& value, double min,
+                    const std::string& expected) {
+  char* end = nullptr;
+  const double number = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !(number >= min) ||
+      number > 1e18)
+    reject(variable, value, expected);
+  return number;
+}
+
+int64_t parse_integer(const std::string& variable, const std::string& value, int64_t min,
+                      const std::string& expected) {
+  char* end = nullptr;
+  errno = 0;
+  const long long number = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || end != value.c_str() + value.size() || errno != 0 || number < min)
+    reject(variable, value, expected);
+  return number;
+}
+
+bool parse_bool(const std::string& variable, const std::string& value) {
+  if (value == "1" || value == "true" || value == "TRUE" || value == "yes" || value == "on") return true;
+  if (value == "0" || value == "false" || value == "FALSE" || value == "no" || value == "off") return false;
+  reject(variable, value, "1 or 0 (true/false)");
+}
+
+}  // namespace
+
+EnvLookup process_environment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+LogLevel parse_log_level(const std::string& text) {
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "trace") return LogLevel::Trace;
+  if (lower == "debug") return LogLevel::Debug;
+  if (lower == "info") return LogLevel::Info;
+  if (lower == "warning" || lower == "warn") return LogLevel::Warning;
+  if (lower == "error") return LogLevel::Error;
+  if (lower == "fatal") return LogLevel::Fatal;
+  throw Error(StatusCode::InvalidArgument, "unknown log level '" + text + "'");
+}
+
+const char* log_level_name(LogLevel level) {
+  static const char* names[] = {"trace", "debug", "info", "warning", "error", "fatal"};
+  return names[static_cast<int>(level)];
+}
+
+Config config_from_environment(const EnvLookup& env) {
+  Config config;
+  if (auto v = lookup(env, "FUSION_THRESHOLD"))
+    config.fusion_threshold_bytes =
+        parse_integer(v->first, v->second, 0, "a byte count >= 0 (0 disables fusion)");
+  if (auto v = lookup(env, "CYCLE_TIME"))
+    config.cycle_time_ms = parse_number(v->first, v->second, 0, "milliseconds >= 0, e.g. 1 or 0.5");
+  if (auto v = lookup(env, "CACHE_CAPACITY"))
+    config.cache_capacity = static_cast<int>(
+        parse_integer(v->first, v->second, 0, "a tensor count >= 0 (0 disables the cache)"));
+  if (config.cache_capacity > (1 << 20))
+    reject("KOLO_CACHE_CAPACITY", std::to_string(config.cache_capacity), "at most 1048576");
+  if (auto v = lookup(env, "TIMELINE")) config.timeline_path = v->second;
+  if (auto v = lookup(env, "STALL_CHECK_TIME_SECONDS"))
+    config.stall_check_seconds = parse_number(v->first, v->second, 0, "seconds >= 0");
+  if (auto v = lookup(env, "STALL_CHECK_DISABLE"))
+    config.stall_check_enabled = !parse_bool(v->first, v->second);
+  if (auto v = lookup(env, "STALL_SHUTDOWN_TIME_SECONDS"))
+    config.stall_shutdown_seconds =
+        parse_number(v->first, v->second, 0, "seconds >= 0 (0: never)");
+  if (auto v = lookup(env, "LOG_LEVEL")) {
+    try {
+      config.log_level = parse_log_level(v->second);
+    } catch (const Error&) {
+      reject(v->first, v->second, "one of trace, debug, info, warning, error, fatal");
+    }
+  }
+  if (auto v = lookup(env, "ALLREDUCE_CHUNK_BYTES"))
+    config.allreduce_chunk_bytes =
+        parse_integer(v->first, v->second, 0, "a byte count >= 0 (0: 256 KiB per rank)");
+  if (auto v = lookup(env, "CONTROL_TIMEOUT_SECONDS"))
+    config.control_timeout_seconds = parse_number(v->first, v->second, 1e-3, "seconds > 0");
+  if (auto v = lookup(env, "AUTOTUNE")) config.autotune = parse_bool(v->first, v->second);
+  if (auto v = lookup(env, "AUTOTUNE_LOG")) config.autotune_log = v->second;
+  return config;
+}
+
+std::string Config::describe() const {
+  std::ostringstream out;
+  out << "KOLO_FUSION_THRESHOLD = " << fusion_threshold_bytes << "\n"
+      << "KOLO_CYCLE_TIME = " << cycle_time_ms << "\n"
+      << "KOLO_CACHE_CAPACITY = " << cache_capacity << "\n"
+      << "KOLO_TIMELINE = " << timeline_path << "\n"
+      << "KOLO_STALL_CHECK_TIME_SECONDS = " << stall_check_seconds
+      << (stall_check_enabled ? "" : " (disabled)") << "\n"
+      << "KOLO_STALL_SHUTDOWN_TIME_SECONDS = " << stall_shutdown_seconds << "\n"
+      << "KOLO_LOG_LEVEL = " << log_level_name(log_level) << "\n"
+      << "KOLO_ALLREDUCE_CHUNK_BYTES = " << allreduce_chunk_bytes << "\n"
+      << "KOLO_CONTROL_TIMEOUT_SECONDS = " << control_timeout_seconds << "\n"
+      << "KOLO_AUTOTUNE = " << (autotune ? 1 : 0) << "\n";
+  return out.str();
+}
+
+}  // namespace kolo

@@ -1,0 +1,226 @@
+#include "coordinator.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace kolo {
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+std::string device_string(const Device& d) {
+  return d.is_cpu() ? "cpu" : "cuda:" + std::to_string(d.index);
+}
+
+std::string number_string(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+// The fields ranks must agree on, each with how to print it. For allgather and alltoall
+// only the dimensions after the first must agree.
+struct Field {
+  const char* name;
+  std::function<std::string(const Request&)> value;
+};
+
+std::vector<Field> fields_to_compare(OpType type) {
+  std::vector<Field> fields = {
+      {"operation", [](const Request& r) { return std::string(op_type_name(r.type)); }},
+      {"dtype", [](const Request& r) { return std::string(dtype_name(r.dtype)); }},
+      {"device", [](const Request& r) { return device_string(r.device); }},
+      {"group", [](const Request& r) { return r.group.empty() ? "(none)" : "'" + r.group + "'"; }},
+  };
+  switch (type) {
+    case OpType::Allreduce:
+      fields.push_back({"op", [](const Request& r) { return std::string(op_name(r.op)); }});
+      fields.push_back({"prescale", [](const Request& r) { return number_string(r.prescale); }});
+      fields.push_back({"postscale", [](const Request& r) { return number_string(r.postscale); }});
+      fields.push_back({"shape", [](const Request& r) { return shape_string(r.shape); }});
+      break;
+    case OpType::Reducescatter:
+      fields.push_back({"op", [](const Request& r) { return std::string(op_name(r.op)); }});
+      fields.push_back({"shape", [](const Request& r) { return shape_string(r.shape); }});
+      break;
+    case OpType::Broadcast:
+      fields.push_back({"root", [](const Request& r) { return std::to_string(r.root); }});
+      fields.push_back({"shape", [](const Request& r) { return shape_string(r.shape); }});
+      break;
+    case OpType::Allgather:
+    case OpType::Alltoall:
+      fields.push_back({"shape after the first dimension", [](const Request& r) {
+                          std::vector<int64_t> rest(r.shape.begin() + std::min<std::size_t>(1, r.shape.size()),
+                                                    r.shape.end());
+                          return r.shape.empty() ? std::string("(scalar)") : shape_string(rest);
+                        }});
+      break;
+    case OpType::Barrier: break;
+  }
+  return fields;
+}
+
+Response error_response(const std::string& name, OpType type, StatusCode code,
+                        std::string message) {
+  Response r;
+  r.kind = Response::Kind::Error;
+  r.type = type;
+  r.names = {name};
+  r.error_code = code;
+  r.error_message = std::move(message);
+  return r;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}
+
+void Coordinator::add(int rank, const RequestList& list, Clock::time_point now) {
+  joined_[rank] = list.joined;
+  for (const Request& request : list.requests) {
+    auto [it, inserted] = pending_.try_emplace(request.name);
+    Pending& p = it->second;
+    if (inserted) {
+      p.by_rank.resize(size_);
+      p.first_seen = now;
+      p.sequence = next_sequence_++;
+    }
+    p.by_rank[rank] = request;
+  }
+}
+
+bool Coordinator::complete(const Pending& p) const {
+  for (int r = 0; r < size_; ++r)
+    if (!p.by_rank[r] && !joined_[r]) return false;
+  return true;
+}
+
+std::vector<int> Coordinator::missing_ranks(const Pending& p) const {
+  std::vector<int> missing;
+  for (int r = 0; r < size_; ++r)
+    if (!p.by_rank[r] && !joined_[r]) missing.push_back(r);
+  return missing;
+}
+
+Response Coordinator::build_response(const std::string& name, const Pending& p) const {
+  std::vector<int> submitted, joined;
+  for (int r = 0; r < size_; ++r) (p.by_rank[r] ? submitted : joined).push_back(r);
+  const Request& first = *p.by_rank[submitted.front()];
+
+  for (const Field& field : fields_to_compare(first.type)) {
+    // Group ranks by the value they gave, in order of first appearance.
+    std::vector<std::pair<std::string, std::vector<int>>> values;
+    for (int r : submitted) {
+      const std::string v = field.value(*p.by_rank[r]);
+      auto it = std::find_if(values.begin(), values.end(), [&](auto& e) { return e.first == v; });
+      if (it == values.end()) values.push_back({v, {r}});
+      else it->second.push_back(r);
+    }
+    if (values.size() > 1) {
+      std::string message = "kolo: ranks disagree on the " + std::string(field.name) +
+                            " of tensor '" + name + "':";
+      for (std::size_t i = 0; i < values.size(); ++i)
+        message += std::string(i ? ";" : "") + " rank" + (values[i].second.size() > 1 ? "s " : " ") +
+                   rank_list(values[i].second) + " gave " + values[i].first;
+      return error_response(name, first.type, StatusCode::Mismatch, message);
+    }
+  }
+  if (!joined.empty() && first.type != OpType::Allreduce) {
+    return error_response(name, first.type, StatusCode::InvalidArgument,
+                          "kolo: cannot run " + std::string(op_type_name(first.type)) + " of '" +
+                              name + "' because rank(s) " + rank_list(joined) +
+                              " have joined; only allreduce proceeds while ranks have joined");
+  }
+
+  Response r;
+  r.type = first.type;
+  r.names = {name};
+  r.element_counts = {first.num_elements()};
+  r.dtype = first.dtype;
+  r.op = first.op;
+  r.root = first.root;
+  r.prescale = first.prescale;
+  r.postscale = first.postscale;
+  r.device = first.device;
+  if (first.type == OpType::Allgather)
+    for (int rank = 0; rank < size_; ++rank) r.rank_first_dims.push_back(p.by_rank[rank]->shape.at(0));
+  return r;
+}
+
+std::vector<Response> Coordinator::take_ready() {
+  // Completed names, in the order they were first submitted.
+  std::vector<std::pair<uint64_t, std::string>> ready;
+  std::map<std::string, int> group_members_ready;
+  for (const auto& [name, p] : pending_) {
+    if (!complete(p)) continue;
+    ready.push_back({p.sequence, name});
+    const Request& any = **std::find_if(p.by_rank.begin(), p.by_rank.end(),
+                                        [](const auto& r) { return r.has_value(); });
+    if (!any.group.empty()) ++group_members_ready[any.group];
+  }
+  std::sort(ready.begin(), ready.end());
+
+  // A group runs only when all its members are ready; then its members run together,
+  // at the position of its first member.
+  std::vector<Response> responses;
+  std::set<std::string> groups_emitted;
+  for (const auto& [sequence, name] : ready) {
+    const Pending& p = pending_.at(name);
+    const Request& any = **std::find_if(p.by_rank.begin(), p.by_rank.end(),
+                                        [](const auto& r) { return r.has_value(); });
+    if (any.group.empty()) {
+      responses.push_back(build_response(name, p));
+      continue;
+    }
+    if (group_members_ready[any.group] < any.group_size || groups_emitted.count(any.group)) continue;
+    groups_emitted.insert(any.group);
+    for (const auto& [s2, member] : ready) {
+      const Pending& q = pending_.at(member);
+      const Request& m = **std::find_if(q.by_rank.begin(), q.by_rank.end(),
+                                        [](const auto& r) { return r.has_value(); });
+      if (m.group == any.group) responses.push_back(build_response(member, q));
+    }
+  }
+  for (const Response& r : responses) pending_.erase(r.names.front());
+  return responses;
+}
+
+Coordinator::StallReport Coordinator::inspect_stalls(Clock::time_point now,
+                                                     std::chrono::duration<double> warn_after,
+                                                     std::chrono::duration<double> fail_after) {
+  StallReport report;
+  std::vector<std::string> failed;
+  for (auto& [name, p] : pending_) {
+    const auto waited = now - p.first_seen;
+    const std::vector<int> missing = missing_ranks(p);
+    if (missing.empty()) continue;  // a group member waiting for its group
+    const std::string seconds =
+        std::to_string(static_cast<long>(std::chrono::duration<double>(waited).count()));
+    if (fail_after.count() > 0 && waited >= fail_after) {
+      const OpType type = std::find_if(p.by_rank.begin(), p.by_rank.end(),
+                                       [](const auto& r) { return r.has_value(); })
+                              ->value()
+                              .type;
+      report.failures.push_back(error_response(
+          name, type, StatusCode::Stalled,
+          "kolo: tensor '" + name + "' was not submitted by rank(s) " + rank_list(missing) +
+              " within " + seconds + " s (KOLO_STALL_SHUTDOWN_TIME_SECONDS); failing it"));
+      failed.push_back(name);
+    } else if (!p.warned && waited >= warn_after) {
+      p.warned = true;
+      report.warnings.push_back("tensor '" + name + "' has waited " + seconds +
+                                " s for rank(s) " + rank_list(missing) +
+                                " to submit it (stalled: is a rank skipping this collective?)");
+    }
+  }
+  for (const std::string& name : failed) pending_.erase(name);
+  return report;
+}
+
+}  // namespace kolo

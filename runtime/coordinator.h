@@ -1,0 +1,60 @@
+// Rank 0's bookkeeping during negotiation: which ranks have submitted which names, and,
+// once every rank has, whether they agree on what to run. Pure logic over messages, so
+// that it is tested in-process without MPI.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "message.h"
+
+namespace kolo {
+
+class Coordinator {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit Coordinator(int size);
+
+  // Records one rank's round of requests (and whether that rank has joined).
+  void add(int rank, const RequestList& list, Clock::time_point now);
+
+  // Responses for every operation now submitted by all ranks (joined ranks count as
+  // submitted for allreduce), in the order they became ready. A disagreement among the
+  // ranks yields an Error response that names the tensor, the field and the ranks.
+  std::vector<Response> take_ready();
+
+  struct StallReport {
+    std::vector<std::string> warnings;  // one line per tensor waiting longer than warn_after
+    std::vector<Response> failures;     // Error responses for those waiting past fail_after
+  };
+  // fail_after <= 0 never fails. Each tensor is warned about once.
+  StallReport inspect_stalls(Clock::time_point now, std::chrono::duration<double> warn_after,
+                             std::chrono::duration<double> fail_after);
+
+  bool empty() const { return pending_.empty(); }
+  bool joined(int rank) const { return joined_[rank]; }
+
+ private:
+  struct Pending {
+    std::vector<std::optional<Request>> by_rank;
+    Clock::time_point first_seen;
+    uint64_t sequence = 0;
+    bool warned = false;
+  };
+
+  bool complete(const Pending& p) const;
+  std::vector<int> missing_ranks(const Pending& p) const;
+  Response build_response(const std::string& name, const Pending& p) const;
+
+  int size_;
+  std::vector<bool> joined_;
+  std::map<std::string, Pending> pending_;
+  uint64_t next_sequence_ = 0;
+};
+
+}  // namespace kolo

@@ -1,0 +1,80 @@
+// What ranks say to each other during negotiation. A Request is one rank's description
+// of one named operation; the coordinator (rank 0) answers with Responses that every
+// rank executes in the same order. Both travel as compact binary messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kolo/kolo.h"
+
+namespace kolo {
+
+enum class OpType : uint8_t { Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier };
+const char* op_type_name(OpType type);
+
+struct Request {
+  std::string name;
+  OpType type = OpType::Allreduce;
+  DType dtype = DType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  Device device;
+  std::vector<int64_t> shape;
+  // Grouped allreduce: every member carries the group's key (its first member's name)
+  // and size, so the coordinator releases the members together.
+  std::string group;
+  int32_t group_size = 0;
+
+  int64_t num_elements() const;
+  bool operator==(const Request&) const = default;
+};
+
+struct Response {
+  enum class Kind : uint8_t { Run, Error };
+  Kind kind = Kind::Run;
+  OpType type = OpType::Allreduce;
+  // One name for most operations; several for a fused allreduce.
+  std::vector<std::string> names;
+  // Element count of each tensor, so that a rank that has joined (and holds no tensor of
+  // its own) can still take part with zeros.
+  std::vector<int64_t> element_counts;
+  DType dtype = DType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  Device device;
+  // Allgather: each rank's first dimension. Reducescatter/alltoall: unused.
+  std::vector<int64_t> rank_first_dims;
+  StatusCode error_code = StatusCode::Ok;
+  std::string error_message;
+
+  bool operator==(const Response&) const = default;
+};
+
+// One rank's contribution to a negotiation round that needs names (the slow path).
+struct RequestList {
+  std::vector<Request> requests;
+  std::vector<uint32_t> invalidate_slots;  // response-cache slots whose parameters changed
+  bool joined = false;
+};
+
+// The coordinator's answer, executed in order by every rank.
+struct ResponseList {
+  std::vector<uint32_t> invalidate_slots;  // applied before the responses
+  std::vector<Response> responses;
+};
+
+std::string serialize(const RequestList& list);
+RequestList parse_request_list(const std::string& bytes);
+std::string serialize(const ResponseList& list);
+ResponseList parse_response_list(const std::string& bytes);
+
+// "[2, 3]" for messages.
+std::string shape_string(const std::vector<int64_t>& shape);
+
+}  // namespace kolo

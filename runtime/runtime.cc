@@ -1,0 +1,372 @@
+#include "runtime.h"
+
+#include <algorithm>
+
+#include "logging.h"
+
+namespace kolo {
+namespace {
+
+constexpr uint64_t kNeedSlowPath = 1u << 0;
+constexpr uint64_t kShutdown = 1u << 1;
+constexpr uint64_t kJoined = 1u << 2;
+
+// A tensor ready on some ranks but not on others for this long is moved from the bit
+// vector to the named path, where the coordinator can tell which ranks are missing.
+constexpr std::chrono::seconds kPartialSlotTimeout{1};
+
+// Settings that change what ranks send must be equal everywhere: rank 0's win.
+void agree_on_settings(Config& config, MPI_Comm comm) {
+  int64_t values[3] = {config.fusion_threshold_bytes, config.cache_capacity,
+                       config.allreduce_chunk_bytes};
+  ops::check_mpi(MPI_Bcast(values, 3, MPI_INT64_T, 0, comm), "MPI_Bcast (settings)");
+  config.fusion_threshold_bytes = values[0];
+  config.cache_capacity = static_cast<int>(values[1]);
+  config.allreduce_chunk_bytes = values[2];
+}
+
+Response response_for(const Request& request) {
+  Response r;
+  r.type = request.type;
+  r.names = {request.name};
+  r.element_counts = {request.num_elements()};
+  r.dtype = request.dtype;
+  r.op = request.op;
+  r.root = request.root;
+  r.prescale = request.prescale;
+  r.postscale = request.postscale;
+  r.device = request.device;
+  return r;
+}
+
+Request request_for(const Response& r, std::size_t i) {
+  Request q;
+  q.name = r.names[i];
+  q.type = r.type;
+  q.dtype = r.dtype;
+  q.op = r.op;
+  q.root = r.root;
+  q.prescale = r.prescale;
+  q.postscale = r.postscale;
+  q.device = r.device;
+  q.shape = {r.element_counts[i]};
+  return q;
+}
+
+bool cacheable(OpType type) { return type != OpType::Allgather; }
+
+}  // namespace
+
+Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
+    : context_(std::make_unique<ops::MpiContext>(comm)), config_(std::move(config)),
+      owns_mpi_(owns_mpi), cache_(0) {
+  agree_on_settings(config_, context_->comm());
+  cache_ = ResponseCache(config_.cache_capacity);
+  ops::MpiOptions options;
+  options.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
+  options.control_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(config_.control_timeout_seconds * 1000.0));
+  backend_ = ops::make_mpi_backend(*context_, options);
+  control_ = ops::make_mpi_control_channel(*context_, options);
+  if (!config_.timeline_path.empty() && context_->rank() == 0)
+    timeline_.open(config_.timeline_path, context_->rank());
+  executor_ = std::make_unique<Executor>(*backend_, context_->rank(), context_->size(), timeline_);
+  fusion_.threshold_bytes = config_.fusion_threshold_bytes;
+  fusion_.unfused_min_bytes = config_.allreduce_chunk_bytes > 0
+                                  ? config_.allreduce_chunk_bytes
+                                  : int64_t{256} * 1024 * context_->size();
+  if (context_->rank() == 0) coordinator_ = std::make_unique<Coordinator>(context_->size());
+  last_stall_check_ = Clock::now();
+  thread_ = std::thread(&Runtime::loop, this);
+}
+
+Runtime::~Runtime() { shutdown(); }
+
+Status Runtime::submit(std::vector<TensorEntry> entries) {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  if (broken_) return *broken_;
+  if (stopped_) return Status(StatusCode::Aborted, "kolo is shut down");
+  const auto now = Clock::now();
+  for (TensorEntry& e : entries) e.enqueued = now;
+  return queue_.push(std::move(entries));
+}
+
+std::shared_ptr<detail::HandleState> Runtime::join() {
+  auto handle = std::make_shared<detail::HandleState>();
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  if (broken_) handle->complete(*broken_);
+  else if (stopped_) handle->complete(Status(StatusCode::Aborted, "kolo is shut down"));
+  else if (join_handle_) handle->complete(Status(StatusCode::InvalidArgument, "kolo: join() is already in progress on this rank"));
+  else join_handle_ = handle;
+  queue_.wake();
+  return handle;
+}
+
+void Runtime::shutdown() {
+  shutdown_requested_ = true;
+  queue_.wake();
+  if (thread_.joinable()) thread_.join();
+  timeline_.close();
+}
+
+void Runtime::loop() {
+  Status exit_status(StatusCode::Aborted, "kolo is shut down");
+  try {
+    const auto cycle_time = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
+    for (;;) {
+      const auto start = Clock::now();
+      if (!cycle()) break;
+      queue_.wait_for_work(start + cycle_time - Clock::now());
+    }
+  } catch (const Error& e) {
+    exit_status = Status(e.code(), e.what());
+    KOLO_LOG(Error) << e.what();
+  } catch (const std::exception& e) {
+    exit_status = Status(StatusCode::CommFailure, std::string("kolo: internal error: ") + e.what());
+    KOLO_LOG(Error) << exit_status.message();
+  }
+  fail_everything(exit_status);
+}
+
+void Runtime::fail_everything(const Status& status) {
+  std::vector<TensorEntry> queued;
+  std::shared_ptr<detail::HandleState> join_handle;
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    stopped_ = true;
+    if (status.code() != StatusCode::Aborted) broken_ = status;
+    queued = queue_.pop_all();
+    join_handle.swap(join_handle_);
+  }
+  for (TensorEntry& e : queued) in_flight_.emplace(e.request.name, std::move(e));
+  while (!in_flight_.empty()) {
+    TensorEntry& e = in_flight_.begin()->second;
+    finish(e, Status(status.code(), status.message() + " (tensor '" + e.request.name + "' did not run)"));
+  }
+  if (join_handle) join_handle->complete(status);
+}
+
+void Runtime::finish(TensorEntry& entry, Status status) {
+  const std::string name = entry.request.name;
+  std::shared_ptr<detail::HandleState> handle = std::move(entry.handle);
+  in_flight_.erase(name);
+  queue_.release(name);  // before complete(): a waiter may resubmit the name at once
+  handle->complete(std::move(status));
+}
+
+void Runtime::accept(std::vector<TensorEntry> entries) {
+  const auto now = Clock::now();
+  std::size_t i = 0;
+  while (i < entries.size()) {
+    // The members of a group arrive together (they were pushed in one call).
+    std::size_t end = i + 1;
+    if (!entries[i].request.group.empty())
+      while (end < entries.size() && entries[end].request.group == entries[i].request.group) ++end;
+
+    bool all_hit = cache_.capacity() > 0;
+    std::vector<std::optional<uint32_t>> found(end - i);
+    for (std::size_t k = i; k < end; ++k) {
+      const Request& request = entries[k].request;
+      found[k - i] = cache_.find(request.name);
+      if (!found[k - i] || !(cache_.at(*found[k - i]) == request) || !cacheable(request.type))
+        all_hit = false;
+    }
+    for (std::size_t k = i; k < end; ++k) {
+      TensorEntry& e = entries[k];
+      const std::string name = e.request.name;
+      if (all_hit) {
+        e.reported = now;
+        waiting_on_bits_[*found[k - i]] = name;
+      } else {
+        // The other ranks may be waiting on this name's bit: make them send it by name.
+        if (found[k - i]) invalidations_to_send_.push_back(*found[k - i]);
+        to_send_.push_back(name);
+      }
+      in_flight_.emplace(name, std::move(e));
+    }
+    i = end;
+  }
+}
+
+void Runtime::invalidate(uint32_t slot) {
+  cache_.erase(slot);
+  auto it = waiting_on_bits_.find(slot);
+  if (it == waiting_on_bits_.end()) return;
+  to_send_.push_back(it->second);
+  waiting_on_bits_.erase(it);
+}
+
+bool Runtime::cycle() {
+  accept(queue_.pop_all());
+
+  bool joined;
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    joined = join_handle_ != nullptr;
+  }
+  const std::size_t bit_words = (static_cast<std::size_t>(cache_.capacity()) + 63) / 64;
+  const std::size_t n = 1 + bit_words;
+  // [flags | bits] ANDed gives "on every rank"; [~flags | ~bits] ANDed gives "on no rank",
+  // i.e. the complement of the OR. One small allreduce carries both.
+  std::vector<uint64_t> words(2 * n, 0);
+  uint64_t flags = 0;
+  if (!to_send_.empty() || !invalidations_to_send_.empty() || !stalled_failures_.empty() ||
+      joined != joined_reported_)
+    flags |= kNeedSlowPath;
+  if (shutdown_requested_) flags |= kShutdown;
+  if (joined) flags |= kJoined;
+  words[0] = flags;
+  for (const auto& [slot, name] : waiting_on_bits_) words[1 + slot / 64] |= uint64_t{1} << (slot % 64);
+  for (std::size_t i = 0; i < bit_words; ++i) words[n + 1 + i] = ~words[1 + i];
+  words[n] = ~flags;
+  if (joined) {  // a joined rank is ready for every allreduce the others are
+    for (uint32_t slot = 0; slot < uint32_t(cache_.capacity()); ++slot)
+      if (cache_.occupied(slot) && cache_.at(slot).type == OpType::Allreduce)
+        words[1 + slot / 64] |= uint64_t{1} << (slot % 64);
+  }
+
+  control_->allreduce_and(words);
+  const auto decided = Clock::now();
+  const uint64_t flags_all = words[0];
+  const uint64_t flags_any = ~words[n];
+
+  std::vector<uint64_t> partial(bit_words);
+  std::vector<Response> cached;
+  for (std::size_t w = 0; w < bit_words; ++w) {
+    const uint64_t anywhere = ~words[n + 1 + w];
+    uint64_t ready = words[1 + w] & anywhere;
+    partial[w] = anywhere & ~words[1 + w];
+    while (ready) {
+      const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(ready));
+      ready &= ready - 1;
+      cache_.touch(slot);
+      cached.push_back(response_for(cache_.at(slot)));
+      waiting_on_bits_.erase(slot);
+    }
+  }
+  if (!cached.empty()) run_responses(std::move(cached), decided);
+  if (coordinator_) watch_partial_slots(partial);
+
+  if (flags_any & kNeedSlowPath) {
+    std::vector<uint32_t> invalidations;
+    std::vector<Response> responses = slow_path(invalidations);
+    const auto now = Clock::now();
+    for (uint32_t slot : invalidations) invalidate(slot);
+    // Record before running: running completes (and forgets) the local entries.
+    for (const Response& r : responses) {
+      if (r.kind != Response::Kind::Run || !cacheable(r.type)) continue;
+      for (std::size_t i = 0; i < r.names.size(); ++i) {
+        auto it = in_flight_.find(r.names[i]);
+        const Request request = it != in_flight_.end() ? it->second.request : request_for(r, i);
+        if (auto evicted = cache_.put(request)) invalidate(*evicted);
+      }
+    }
+    run_responses(std::move(responses), now);
+  }
+
+  if (flags_all & kJoined) {  // every rank has joined: join() returns everywhere
+    std::shared_ptr<detail::HandleState> handle;
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      handle.swap(join_handle_);
+    }
+    joined_reported_ = false;
+    if (handle) handle->complete(Status::OK());
+  }
+  return !(flags_any & kShutdown);
+}
+
+std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
+  RequestList mine;
+  const auto now = Clock::now();
+  for (const std::string& name : to_send_) {
+    TensorEntry& e = in_flight_.at(name);
+    e.reported = now;
+    mine.requests.push_back(e.request);
+  }
+  mine.invalidate_slots = std::move(invalidations_to_send_);
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    mine.joined = join_handle_ != nullptr;
+  }
+  joined_reported_ = mine.joined;
+  to_send_.clear();
+  invalidations_to_send_.clear();
+
+  std::vector<std::string> gathered = control_->gather(serialize(mine), 0);
+  std::string answer;
+  if (coordinator_) {
+    ResponseList list;
+    for (int rank = 0; rank < static_cast<int>(gathered.size()); ++rank) {
+      RequestList theirs = parse_request_list(gathered[rank]);
+      coordinator_->add(rank, theirs, now);
+      list.invalidate_slots.insert(list.invalidate_slots.end(), theirs.invalidate_slots.begin(),
+                                   theirs.invalidate_slots.end());
+    }
+    std::sort(list.invalidate_slots.begin(), list.invalidate_slots.end());
+    list.invalidate_slots.erase(std::unique(list.invalidate_slots.begin(), list.invalidate_slots.end()),
+                                list.invalidate_slots.end());
+    list.responses = coordinator_->take_ready();
+    for (Response& failure : stalled_failures_) list.responses.push_back(std::move(failure));
+    stalled_failures_.clear();
+    answer = serialize(list);
+  }
+  control_->broadcast(answer, 0);
+  ResponseList list = parse_response_list(answer);
+  invalidations = std::move(list.invalidate_slots);
+  return std::move(list.responses);
+}
+
+void Runtime::run_responses(std::vector<Response> responses, Clock::time_point decided) {
+  for (const Response& r : fuse_responses(std::move(responses), fusion_)) {
+    std::vector<TensorEntry*> entries;
+    for (const std::string& name : r.names) {
+      auto it = in_flight_.find(name);
+      entries.push_back(it == in_flight_.end() ? nullptr : &it->second);
+    }
+    Status status;
+    if (r.kind == Response::Kind::Error) {
+      status = Status(r.error_code, r.error_message);
+    } else if (r.type != OpType::Allreduce && entries[0] == nullptr) {
+      continue;  // cannot happen: the coordinator only releases these when every rank has them
+    } else {
+      // A backend failure leaves the communicator in an unknown state: the loop stops
+      // and every pending handle fails (see loop()).
+      executor_->run(r, entries, decided);
+    }
+    for (TensorEntry* e : entries)
+      if (e != nullptr) finish(*e, status);
+  }
+}
+
+void Runtime::watch_partial_slots(const std::vector<uint64_t>& partial_bits) {
+  const auto now = Clock::now();
+  for (auto it = partial_since_.begin(); it != partial_since_.end();) {
+    const uint32_t slot = it->first;
+    if (!(partial_bits[slot / 64] >> (slot % 64) & 1)) it = partial_since_.erase(it);
+    else ++it;
+  }
+  for (std::size_t w = 0; w < partial_bits.size(); ++w) {
+    for (uint64_t bits = partial_bits[w]; bits; bits &= bits - 1) {
+      const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(bits));
+      auto [it, inserted] = partial_since_.try_emplace(slot, now);
+      if (!inserted && now - it->second > kPartialSlotTimeout) {
+        invalidations_to_send_.push_back(slot);
+        partial_since_.erase(it);
+      }
+    }
+  }
+  if (config_.stall_check_enabled && now - last_stall_check_ > std::chrono::seconds(1)) {
+    last_stall_check_ = now;
+    Coordinator::StallReport report = coordinator_->inspect_stalls(
+        now, std::chrono::duration<double>(config_.stall_check_seconds),
+        std::chrono::duration<double>(config_.stall_shutdown_seconds));
+    for (const std::string& warning : report.warnings) KOLO_LOG(Warning) << warning;
+    for (Response& failure : report.failures) {
+      KOLO_LOG(Error) << failure.error_message;
+      stalled_failures_.push_back(std::move(failure));
+    }
+  }
+}
+
+}  // namespace kolo

@@ -1,0 +1,93 @@
+// One rank's runtime: the MPI context, the backend, the queue, and the background thread
+// that runs negotiation cycles. The public functions in api.cc forward to the single
+// instance created by kolo::init().
+//
+// A cycle, on every rank in lockstep:
+//   1. take newly submitted entries; a name whose parameters match its response-cache
+//      entry becomes a bit, any other becomes a full request for the coordinator;
+//   2. one AND-allreduce of [flags | ready bits | inverted bits] tells every rank which
+//      cached tensors are ready everywhere (AND), which anywhere (OR), and the flags
+//      (shutdown, joined, "someone needs the slow path");
+//   3. cached tensors ready everywhere run, in slot order;
+//   4. if anyone needs it, the slow path: requests are gathered at rank 0, whose
+//      Coordinator validates them and broadcasts the responses; every rank runs them
+//      in order and records them in its cache.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "config.h"
+#include "coordinator.h"
+#include "executor.h"
+#include "fusion.h"
+#include "ops/mpi_backend.h"
+#include "response_cache.h"
+#include "tensor_queue.h"
+#include "timeline.h"
+
+namespace kolo {
+
+class Runtime {
+ public:
+  // `owns_mpi`: kolo initialised MPI and finalises it at shutdown.
+  Runtime(MPI_Comm comm, Config config, bool owns_mpi);
+  ~Runtime();
+
+  const ops::MpiContext& context() const { return *context_; }
+  const Config& config() const { return config_; }
+
+  Status submit(std::vector<TensorEntry> entries);
+  std::shared_ptr<detail::HandleState> join();
+  void shutdown();
+  bool owns_mpi() const { return owns_mpi_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void loop();
+  // Returns false once the ranks have agreed to stop.
+  bool cycle();
+  void accept(std::vector<TensorEntry> entries);
+  std::vector<Response> slow_path(std::vector<uint32_t>& invalidations);
+  void run_responses(std::vector<Response> responses, Clock::time_point decided);
+  void finish(TensorEntry& entry, Status status);
+  void invalidate(uint32_t slot);
+  void watch_partial_slots(const std::vector<uint64_t>& partial_bits);
+  void fail_everything(const Status& status);
+
+  std::unique_ptr<ops::MpiContext> context_;
+  Config config_;
+  bool owns_mpi_;
+  std::unique_ptr<ops::Backend> backend_;
+  std::unique_ptr<ops::ControlChannel> control_;
+  Timeline timeline_;
+  std::unique_ptr<Executor> executor_;
+  FusionOptions fusion_;
+
+  TensorQueue queue_;
+  std::thread thread_;
+  std::atomic<bool> shutdown_requested_{false};
+  std::mutex state_mutex_;   // guards join_handle_ and broken_
+  std::shared_ptr<detail::HandleState> join_handle_;
+  std::optional<Status> broken_;  // set when communication failed for good
+  bool stopped_ = false;          // the loop has ended; nothing more is accepted
+
+  // ---- owned by the background thread -------------------------------------------------
+  ResponseCache cache_;
+  std::unordered_map<std::string, TensorEntry> in_flight_;
+  std::map<uint32_t, std::string> waiting_on_bits_;  // slot -> name, ready locally
+  std::vector<std::string> to_send_;                 // names for the next slow path
+  std::vector<uint32_t> invalidations_to_send_;
+  std::unique_ptr<Coordinator> coordinator_;         // rank 0 only
+  std::vector<Response> stalled_failures_;           // rank 0: to broadcast
+  std::map<uint32_t, Clock::time_point> partial_since_;  // rank 0: slot -> first seen partial
+  Clock::time_point last_stall_check_;
+  bool joined_reported_ = false;  // the coordinator knows this rank has joined
+};
+
+}  // namespace kolo

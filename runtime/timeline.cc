@@ -1,0 +1,101 @@
+#include "timeline.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "kolo/kolo.h"
+
+namespace kolo {
+
+std::string json_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+Timeline::~Timeline() { close(); }
+
+void Timeline::open(const std::string& path, int rank) {
+  file_ = std::fopen(path.c_str(), "w");
+  if (file_ == nullptr)
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: cannot write the timeline file '" + path + "' (KOLO_TIMELINE): " +
+                    std::strerror(errno));
+  pid_ = rank;
+  origin_ = Clock::now();
+  std::fputs("[\n", file_);
+  std::fprintf(file_,
+               "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+               "\"args\":{\"name\":\"kolo rank %d\"}}",
+               pid_, rank);
+  std::fprintf(file_,
+               ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+               "\"args\":{\"name\":\"fused groups\"}}",
+               pid_);
+  first_event_ = false;
+}
+
+void Timeline::close() {
+  if (file_ == nullptr) return;
+  std::fputs("\n]\n", file_);
+  std::fclose(file_);
+  file_ = nullptr;
+}
+
+int Timeline::lane(const std::string& tensor) {
+  auto [it, inserted] = lanes_.try_emplace(tensor, static_cast<int>(lanes_.size()) + 1);
+  if (inserted)
+    std::fprintf(file_,
+                 ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                 "\"args\":{\"name\":\"%s\"}}",
+                 pid_, it->second, json_escape(tensor).c_str());
+  return it->second;
+}
+
+void Timeline::write_event(const char* name, int tid, Clock::time_point start,
+                           Clock::time_point end, const std::string& args) {
+  const auto us = [this](Clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(t - origin_).count();
+  };
+  std::fprintf(file_,
+               "%s{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+               "\"args\":{%s}}",
+               first_event_ ? "" : ",\n", name, pid_, tid, us(start), us(end) - us(start),
+               args.c_str());
+  first_event_ = false;
+}
+
+void Timeline::phase(const std::string& tensor, const char* phase, Clock::time_point start,
+                     Clock::time_point end, const std::string& args) {
+  if (!enabled()) return;
+  write_event(phase, lane(tensor), start, end, args);
+}
+
+void Timeline::fused_group(int64_t group_id, const std::vector<std::string>& tensors,
+                           int64_t bytes, Clock::time_point start, Clock::time_point end) {
+  if (!enabled()) return;
+  std::string args = "\"group\":" + std::to_string(group_id) + ",\"bytes\":" +
+                     std::to_string(bytes) + ",\"tensors\":[";
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    args += (i ? ",\"" : "\"") + json_escape(tensors[i]) + "\"";
+  args += "]";
+  write_event("FUSED", 0, start, end, args);
+}
+
+}  // namespace kolo
