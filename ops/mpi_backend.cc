@@ -213,7 +213,10 @@ class MpiControlChannel final : public ControlChannel {
       check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
       if (done) return;
       const auto now = clock::now();
-      if (now < spin_until) continue;
+      if (now < spin_until) {
+        std::this_thread::yield();  // let a computing thread on this core go first
+        continue;
+      }
       if (now - start > timeout_) {
         throw Error(StatusCode::CommFailure,
                     std::string("no answer from the other ranks for ") +

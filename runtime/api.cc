@@ -1,6 +1,7 @@
 // The public C++ API (include/kolo/kolo.h): argument checks that need no other rank,
 // then a hand-off to the Runtime's queue.
 #include <mutex>
+#include <thread>
 
 #include "kolo/kolo.h"
 #include "logging.h"
@@ -45,15 +46,20 @@ Request make_request(const std::string& name, OpType type, const TensorView& inp
   return r;
 }
 
-Handle submit(std::vector<TensorEntry> entries) {
-  std::vector<Handle> handles;
-  for (TensorEntry& e : entries) {
-    e.handle = std::make_shared<detail::HandleState>();
-    handles.emplace_back(e.handle);
-  }
-  Status status = runtime().submit(std::move(entries));
-  if (!status.ok()) return failed(status.code(), status.message());
-  return handles.front();
+Handle submit(TensorEntry entry) {
+  auto state = std::make_shared<detail::HandleState>();
+  entry.handle = state;
+  if (Status status = runtime().submit(std::move(entry)); !status.ok())
+    return failed(status.code(), status.message());
+  return Handle(std::move(state));
+}
+
+TensorEntry make_entry(const std::string& name, OpType type, const TensorView& input, void* output) {
+  TensorEntry e;
+  e.request = make_request(name, type, input);
+  e.input = input.data;
+  e.output = output;
+  return e;
 }
 
 // Returns an error message if the allreduce arguments are unusable, else "".
@@ -76,13 +82,10 @@ std::string check_allreduce(const std::string& name, const TensorView& input, co
 
 TensorEntry allreduce_entry(const std::string& name, const TensorView& input, const TensorView& output,
                             const AllreduceOptions& options) {
-  TensorEntry e;
-  e.request = make_request(name, OpType::Allreduce, input);
+  TensorEntry e = make_entry(name, OpType::Allreduce, input, output.data);
   e.request.op = options.op;
   e.request.prescale = options.prescale;
   e.request.postscale = options.postscale;
-  e.input = input;
-  e.output = output;
   return e;
 }
 
@@ -91,24 +94,50 @@ TensorEntry allreduce_entry(const std::string& name, const TensorView& input, co
 // ---- Handle -----------------------------------------------------------------------------
 
 bool Handle::ready() const {
-  if (!state_) return true;
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->done;
+  return !state_ || state_->done.load(std::memory_order_acquire);
 }
+
+namespace {
+
+// Most operations finish within microseconds of the caller starting to wait, so poll
+// briefly (yielding the core to the background thread) before sleeping on the condition.
+bool poll_briefly(const detail::HandleState& state) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  while (!state.done.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+template <typename WaitFn>
+Status wait_with(detail::HandleState& state, WaitFn&& sleep) {
+  if (!poll_briefly(state)) {
+    std::unique_lock<std::mutex> lock(state.mutex);
+    ++state.waiters;
+    const bool done = sleep(lock);
+    --state.waiters;
+    if (!done) return Status(StatusCode::Pending, "kolo: operation still running");
+  }
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.status;
+}
+
+}  // namespace
 
 Status Handle::wait() const {
   if (!state_) return Status(StatusCode::InvalidArgument, "kolo: wait() on an empty handle");
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  state_->done_cv.wait(lock, [this] { return state_->done; });
-  return state_->status;
+  return wait_with(*state_, [this](std::unique_lock<std::mutex>& lock) {
+    state_->done_cv.wait(lock, [this] { return state_->done.load(); });
+    return true;
+  });
 }
 
 Status Handle::wait_for(std::chrono::milliseconds timeout) const {
   if (!state_) return Status(StatusCode::InvalidArgument, "kolo: wait_for() on an empty handle");
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  if (!state_->done_cv.wait_for(lock, timeout, [this] { return state_->done; }))
-    return Status(StatusCode::Pending, "kolo: operation still running");
-  return state_->status;
+  return wait_with(*state_, [&](std::unique_lock<std::mutex>& lock) {
+    return state_->done_cv.wait_for(lock, timeout, [this] { return state_->done.load(); });
+  });
 }
 
 TensorView Handle::output() const {
@@ -205,9 +234,7 @@ Handle allreduce_async(const std::string& name, const TensorView& input, const T
   runtime();
   if (auto e = check_allreduce(name, input, output, options); !e.empty())
     return failed(StatusCode::InvalidArgument, e);
-  std::vector<TensorEntry> entries;
-  entries.push_back(allreduce_entry(name, input, output, options));
-  return submit(std::move(entries));
+  return submit(allreduce_entry(name, input, output, options));
 }
 
 Handle allreduce_async(const std::string& name, const TensorView& inout, const AllreduceOptions& options) {
@@ -245,10 +272,7 @@ Handle allgather_async(const std::string& name, const TensorView& input) {
   if (auto e = check_view(name, input, "input"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
   if (input.shape.empty())
     return failed(StatusCode::InvalidArgument, "kolo: allgather of '" + name + "' needs at least one dimension (got a scalar)");
-  std::vector<TensorEntry> entries(1);
-  entries[0].request = make_request(name, OpType::Allgather, input);
-  entries[0].input = entries[0].output = input;
-  return submit(std::move(entries));
+  return submit(make_entry(name, OpType::Allgather, input, nullptr));
 }
 
 Handle broadcast_async(const std::string& name, const TensorView& buffer, int root) {
@@ -257,11 +281,9 @@ Handle broadcast_async(const std::string& name, const TensorView& buffer, int ro
   if (root < 0 || root >= size())
     return failed(StatusCode::InvalidArgument, "kolo: broadcast of '" + name + "': root " + std::to_string(root) +
                                                    " is not a rank (size " + std::to_string(size()) + ")");
-  std::vector<TensorEntry> entries(1);
-  entries[0].request = make_request(name, OpType::Broadcast, buffer);
-  entries[0].request.root = root;
-  entries[0].input = entries[0].output = buffer;
-  return submit(std::move(entries));
+  TensorEntry e = make_entry(name, OpType::Broadcast, buffer, buffer.data);
+  e.request.root = root;
+  return submit(std::move(e));
 }
 
 Handle alltoall_async(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits) {
@@ -282,11 +304,9 @@ Handle alltoall_async(const std::string& name, const TensorView& input, const st
   if (static_cast<int>(s.size()) != size() || total != rows)
     return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "': splits must be " + std::to_string(size()) +
                                                    " non-negative row counts that add up to " + std::to_string(rows));
-  std::vector<TensorEntry> entries(1);
-  entries[0].request = make_request(name, OpType::Alltoall, input);
-  entries[0].input = entries[0].output = input;
-  entries[0].splits = std::move(s);
-  return submit(std::move(entries));
+  TensorEntry e = make_entry(name, OpType::Alltoall, input, nullptr);
+  e.splits = std::move(s);
+  return submit(std::move(e));
 }
 
 Handle reducescatter_async(const std::string& name, const TensorView& input, ReduceOp op) {
@@ -297,11 +317,9 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, Red
   if (op == ReduceOp::Average && !is_floating_point(input.dtype))
     return failed(StatusCode::InvalidArgument, "kolo: reducescatter of '" + name + "': average needs a floating-point dtype, not " +
                                                    dtype_name(input.dtype));
-  std::vector<TensorEntry> entries(1);
-  entries[0].request = make_request(name, OpType::Reducescatter, input);
-  entries[0].request.op = op;
-  entries[0].input = entries[0].output = input;
-  return submit(std::move(entries));
+  TensorEntry e = make_entry(name, OpType::Reducescatter, input, nullptr);
+  e.request.op = op;
+  return submit(std::move(e));
 }
 
 void allreduce(const std::string& name, const TensorView& inout, const AllreduceOptions& options) {
@@ -314,11 +332,11 @@ void broadcast(const std::string& name, const TensorView& buffer, int root) {
 
 void barrier() {
   runtime();
-  std::vector<TensorEntry> entries(1);
-  entries[0].request.name = "kolo.barrier";
-  entries[0].request.type = OpType::Barrier;
-  entries[0].request.shape = {0};
-  submit(std::move(entries)).wait().throw_if_error();
+  TensorEntry e;
+  e.request.name = "kolo.barrier";
+  e.request.type = OpType::Barrier;
+  e.request.shape = {0};
+  submit(std::move(e)).wait().throw_if_error();
 }
 
 void join() {

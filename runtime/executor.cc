@@ -18,8 +18,8 @@ int64_t row_elements(const std::vector<int64_t>& shape) {
 void allocate_output(TensorEntry& entry, std::vector<int64_t> shape) {
   detail::HandleState& h = *entry.handle;
   TensorView& out = h.output;
-  out.dtype = entry.input.dtype;
-  out.device = entry.input.device;
+  out.dtype = entry.request.dtype;
+  out.device = entry.request.device;
   out.shape = std::move(shape);
   h.output_storage.resize(out.num_bytes());
   out.data = h.output_storage.data();
@@ -72,7 +72,7 @@ void Executor::run(const Response& r, const std::vector<TensorEntry*>& entries,
     case OpType::Allreduce: allreduce(r, entries); break;
     case OpType::Allgather: allgather(r, *entries.at(0)); break;
     case OpType::Broadcast:
-      backend_.broadcast(entries.at(0)->output.data, r.element_counts.at(0), r.dtype, r.root);
+      backend_.broadcast(entries.at(0)->output, r.element_counts.at(0), r.dtype, r.root);
       mark("BROADCAST", entries, r);
       break;
     case OpType::Alltoall: alltoall(r, *entries.at(0)); break;
@@ -108,8 +108,8 @@ void Executor::allreduce_one(const Response& r, TensorEntry* entry) {
     zeros.resize(static_cast<std::size_t>(count) * dtype_size(r.dtype));
     in = out = zeros.data();
   } else {
-    in = entry->input.data;
-    out = entry->output.data;
+    in = entry->input;
+    out = entry->output;
     if (r.prescale != 1.0) {
       ops::scale_copy(out, in, count, r.dtype, r.prescale);
       in = out;
@@ -130,7 +130,7 @@ void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::size_t bytes = static_cast<std::size_t>(r.element_counts[i]) * element;
     if (entries[i] == nullptr) std::memset(at, 0, bytes);
-    else ops::scale_copy(at, entries[i]->input.data, r.element_counts[i], r.dtype, r.prescale);
+    else ops::scale_copy(at, entries[i]->input, r.element_counts[i], r.dtype, r.prescale);
     at += bytes;
   }
   mark("MEMCPY_IN", entries, r);
@@ -143,29 +143,29 @@ void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*
   at = buffer;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (entries[i] != nullptr)
-      ops::scale_copy(entries[i]->output.data, at, r.element_counts[i], r.dtype, factor);
+      ops::scale_copy(entries[i]->output, at, r.element_counts[i], r.dtype, factor);
     at += static_cast<std::size_t>(r.element_counts[i]) * element;
   }
   mark("MEMCPY_OUT", entries, r);
 }
 
 void Executor::allgather(const Response& r, TensorEntry& entry) {
-  const int64_t row = row_elements(entry.input.shape);
+  const int64_t row = row_elements(entry.request.shape);
   std::vector<int64_t> counts(size_);
   int64_t rows = 0;
   for (int i = 0; i < size_; ++i) {
     counts[i] = r.rank_first_dims[i] * row;
     rows += r.rank_first_dims[i];
   }
-  std::vector<int64_t> shape = entry.input.shape;
+  std::vector<int64_t> shape = entry.request.shape;
   shape[0] = rows;
   allocate_output(entry, shape);
-  backend_.allgatherv(entry.input.data, entry.handle->output.data, counts, r.dtype);
+  backend_.allgatherv(entry.input, entry.handle->output.data, counts, r.dtype);
   mark("ALLGATHER", {&entry}, r);
 }
 
 void Executor::alltoall(const Response& r, TensorEntry& entry) {
-  const int64_t row = row_elements(entry.input.shape);
+  const int64_t row = row_elements(entry.request.shape);
   // Each rank first learns how many rows every other rank sends it.
   std::vector<int64_t> recv_splits(size_);
   const std::vector<int64_t> ones(size_, 1);
@@ -177,24 +177,24 @@ void Executor::alltoall(const Response& r, TensorEntry& entry) {
     recv_counts[i] = recv_splits[i] * row;
     rows += recv_splits[i];
   }
-  std::vector<int64_t> shape = entry.input.shape;
+  std::vector<int64_t> shape = entry.request.shape;
   shape[0] = rows;
   allocate_output(entry, shape);
-  backend_.alltoallv(entry.input.data, send_counts, entry.handle->output.data, recv_counts, r.dtype);
+  backend_.alltoallv(entry.input, send_counts, entry.handle->output.data, recv_counts, r.dtype);
   entry.handle->received_splits = std::move(recv_splits);
   mark("ALLTOALL", {&entry}, r);
 }
 
 void Executor::reducescatter(const Response& r, TensorEntry& entry) {
-  const int64_t row = row_elements(entry.input.shape);
-  const int64_t rows = entry.input.shape.at(0);
+  const int64_t row = row_elements(entry.request.shape);
+  const int64_t rows = entry.request.shape.at(0);
   std::vector<int64_t> counts(size_);
   for (int i = 0; i < size_; ++i) counts[i] = rows_of_rank(rows, size_, i) * row;
-  std::vector<int64_t> shape = entry.input.shape;
+  std::vector<int64_t> shape = entry.request.shape;
   shape[0] = rows_of_rank(rows, size_, rank_);
   allocate_output(entry, shape);
   void* out = entry.handle->output.data;
-  backend_.reducescatter(entry.input.data, out, counts, r.dtype,
+  backend_.reducescatter(entry.input, out, counts, r.dtype,
                          r.op == ReduceOp::Average ? ReduceOp::Sum : r.op);
   if (r.op == ReduceOp::Average) ops::scale(out, counts[rank_], r.dtype, 1.0 / size_);
   mark("REDUCESCATTER", {&entry}, r);

@@ -25,10 +25,10 @@ void agree_on_settings(Config& config, MPI_Comm comm) {
   config.allreduce_chunk_bytes = values[2];
 }
 
-Response response_for(const Request& request) {
+Response response_for(const Request& request, std::string name) {
   Response r;
   r.type = request.type;
-  r.names = {request.name};
+  r.names.push_back(std::move(name));
   r.element_counts = {request.num_elements()};
   r.dtype = request.dtype;
   r.op = request.op;
@@ -83,19 +83,20 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
 Runtime::~Runtime() { shutdown(); }
 
 Status Runtime::submit(std::vector<TensorEntry> entries) {
-  std::lock_guard<std::mutex> lock(state_mutex_);
-  if (broken_) return *broken_;
-  if (stopped_) return Status(StatusCode::Aborted, "kolo is shut down");
   const auto now = Clock::now();
   for (TensorEntry& e : entries) e.enqueued = now;
   return queue_.push(std::move(entries));
 }
 
+Status Runtime::submit(TensorEntry entry) {
+  entry.enqueued = Clock::now();
+  return queue_.push(std::move(entry));
+}
+
 std::shared_ptr<detail::HandleState> Runtime::join() {
   auto handle = std::make_shared<detail::HandleState>();
-  std::lock_guard<std::mutex> lock(state_mutex_);
-  if (broken_) handle->complete(*broken_);
-  else if (stopped_) handle->complete(Status(StatusCode::Aborted, "kolo is shut down"));
+  std::lock_guard<std::mutex> lock(join_mutex_);
+  if (auto closed = queue_.closed()) handle->complete(*closed);
   else if (join_handle_) handle->complete(Status(StatusCode::InvalidArgument, "kolo: join() is already in progress on this rank"));
   else join_handle_ = handle;
   queue_.wake();
@@ -116,7 +117,9 @@ void Runtime::loop() {
     for (;;) {
       const auto start = Clock::now();
       if (!cycle()) break;
-      queue_.wait_for_work(start + cycle_time - Clock::now());
+      // With work of its own still waiting, a rank goes straight into the next cycle: the
+      // cycle's allreduce paces it to the other ranks. Idle, it sleeps a cycle time.
+      if (in_flight_.empty()) queue_.wait_for_work(start + cycle_time - Clock::now());
     }
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what());
@@ -129,19 +132,19 @@ void Runtime::loop() {
 }
 
 void Runtime::fail_everything(const Status& status) {
-  std::vector<TensorEntry> queued;
+  std::vector<TensorEntry> queued = queue_.close(status);
   std::shared_ptr<detail::HandleState> join_handle;
   {
-    std::lock_guard<std::mutex> lock(state_mutex_);
-    stopped_ = true;
-    if (status.code() != StatusCode::Aborted) broken_ = status;
-    queued = queue_.pop_all();
+    std::lock_guard<std::mutex> lock(join_mutex_);
     join_handle.swap(join_handle_);
   }
-  for (TensorEntry& e : queued) in_flight_.emplace(e.request.name, std::move(e));
+  const auto did_not_run = [&](const TensorEntry& e) {
+    return Status(status.code(), status.message() + " (tensor '" + e.request.name + "' did not run)");
+  };
+  for (TensorEntry& e : queued) e.handle->complete(did_not_run(e));
   while (!in_flight_.empty()) {
     TensorEntry& e = in_flight_.begin()->second;
-    finish(e, Status(status.code(), status.message() + " (tensor '" + e.request.name + "' did not run)"));
+    finish(e, did_not_run(e));
   }
   if (join_handle) join_handle->complete(status);
 }
@@ -149,8 +152,7 @@ void Runtime::fail_everything(const Status& status) {
 void Runtime::finish(TensorEntry& entry, Status status) {
   const std::string name = entry.request.name;
   std::shared_ptr<detail::HandleState> handle = std::move(entry.handle);
-  in_flight_.erase(name);
-  queue_.release(name);  // before complete(): a waiter may resubmit the name at once
+  in_flight_.erase(name);  // before complete(): a waiter may resubmit the name at once
   handle->complete(std::move(status));
 }
 
@@ -163,6 +165,14 @@ void Runtime::accept(std::vector<TensorEntry> entries) {
     if (!entries[i].request.group.empty())
       while (end < entries.size() && entries[end].request.group == entries[i].request.group) ++end;
 
+    if (const std::string clash = name_in_flight(entries, i, end); !clash.empty()) {
+      for (std::size_t k = i; k < end; ++k)
+        entries[k].handle->complete(Status(StatusCode::InvalidArgument,
+                                           "kolo: tensor name '" + clash +
+                                               "' is already in flight; wait for its handle before submitting it again"));
+      i = end;
+      continue;
+    }
     bool all_hit = cache_.capacity() > 0;
     std::vector<std::optional<uint32_t>> found(end - i);
     for (std::size_t k = i; k < end; ++k) {
@@ -188,6 +198,17 @@ void Runtime::accept(std::vector<TensorEntry> entries) {
   }
 }
 
+std::string Runtime::name_in_flight(const std::vector<TensorEntry>& entries, std::size_t begin,
+                                    std::size_t end) const {
+  for (std::size_t k = begin; k < end; ++k) {
+    const std::string& name = entries[k].request.name;
+    if (in_flight_.count(name)) return name;
+    for (std::size_t j = begin; j < k; ++j)
+      if (entries[j].request.name == name) return name;
+  }
+  return "";
+}
+
 void Runtime::invalidate(uint32_t slot) {
   cache_.erase(slot);
   auto it = waiting_on_bits_.find(slot);
@@ -201,7 +222,7 @@ bool Runtime::cycle() {
 
   bool joined;
   {
-    std::lock_guard<std::mutex> lock(state_mutex_);
+    std::lock_guard<std::mutex> lock(join_mutex_);
     joined = join_handle_ != nullptr;
   }
   const std::size_t bit_words = (static_cast<std::size_t>(cache_.capacity()) + 63) / 64;
@@ -240,8 +261,9 @@ bool Runtime::cycle() {
       const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(ready));
       ready &= ready - 1;
       cache_.touch(slot);
-      cached.push_back(response_for(cache_.at(slot)));
-      waiting_on_bits_.erase(slot);
+      auto waiting = waiting_on_bits_.extract(slot);  // empty where this rank has joined
+      cached.push_back(response_for(cache_.at(slot), waiting ? std::move(waiting.mapped())
+                                                             : cache_.at(slot).name));
     }
   }
   if (!cached.empty()) run_responses(std::move(cached), decided);
@@ -267,7 +289,7 @@ bool Runtime::cycle() {
   if (flags_all & kJoined) {  // every rank has joined: join() returns everywhere
     std::shared_ptr<detail::HandleState> handle;
     {
-      std::lock_guard<std::mutex> lock(state_mutex_);
+      std::lock_guard<std::mutex> lock(join_mutex_);
       handle.swap(join_handle_);
     }
     joined_reported_ = false;
@@ -286,7 +308,7 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
   }
   mine.invalidate_slots = std::move(invalidations_to_send_);
   {
-    std::lock_guard<std::mutex> lock(state_mutex_);
+    std::lock_guard<std::mutex> lock(join_mutex_);
     mine.joined = join_handle_ != nullptr;
   }
   joined_reported_ = mine.joined;

@@ -41,7 +41,9 @@ class Runtime {
   const ops::MpiContext& context() const { return *context_; }
   const Config& config() const { return config_; }
 
-  Status submit(std::vector<TensorEntry> entries);
+  // Hands entries to the background thread; fails at once only if kolo has stopped.
+  Status submit(TensorEntry entry);
+  Status submit(std::vector<TensorEntry> entries);  // a group, kept together
   std::shared_ptr<detail::HandleState> join();
   void shutdown();
   bool owns_mpi() const { return owns_mpi_; }
@@ -57,6 +59,8 @@ class Runtime {
   void run_responses(std::vector<Response> responses, Clock::time_point decided);
   void finish(TensorEntry& entry, Status status);
   void invalidate(uint32_t slot);
+  std::string name_in_flight(const std::vector<TensorEntry>& entries, std::size_t begin,
+                             std::size_t end) const;
   void watch_partial_slots(const std::vector<uint64_t>& partial_bits);
   void fail_everything(const Status& status);
 
@@ -72,10 +76,8 @@ class Runtime {
   TensorQueue queue_;
   std::thread thread_;
   std::atomic<bool> shutdown_requested_{false};
-  std::mutex state_mutex_;   // guards join_handle_ and broken_
+  std::mutex join_mutex_;  // guards join_handle_
   std::shared_ptr<detail::HandleState> join_handle_;
-  std::optional<Status> broken_;  // set when communication failed for good
-  bool stopped_ = false;          // the loop has ended; nothing more is accepted
 
   // ---- owned by the background thread -------------------------------------------------
   ResponseCache cache_;

@@ -1,14 +1,16 @@
 // The hand-off between callers and the background thread: callers push entries (a
 // request plus the caller's buffers and handle) under a mutex and never block on the
-// network; the background thread pops everything each cycle.
+// network; the background thread pops everything each cycle. Kept to a vector swap:
+// this is on the path of every tensor of every step.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "kolo/kolo.h"
@@ -20,7 +22,8 @@ namespace detail {
 struct HandleState {
   std::mutex mutex;
   std::condition_variable done_cv;
-  bool done = false;
+  std::atomic<bool> done{false};  // set last, under the mutex; read without it to poll
+  int waiters = 0;                // guarded by mutex: skip the wake-up syscall when zero
   Status status;
   // Results whose size depends on other ranks (allgather, alltoall, reducescatter).
   std::vector<std::byte> output_storage;
@@ -35,9 +38,9 @@ struct HandleState {
 struct TensorEntry {
   using Clock = std::chrono::steady_clock;
 
-  Request request;
-  TensorView input;
-  TensorView output;
+  Request request;      // name, dtype, shape, ... (the caller's view, minus the memory)
+  const void* input = nullptr;
+  void* output = nullptr;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank
   std::shared_ptr<detail::HandleState> handle;
   Clock::time_point enqueued;
@@ -46,21 +49,31 @@ struct TensorEntry {
 
 class TensorQueue {
  public:
-  // All-or-nothing: fails (InvalidArgument) if any name is already in flight or repeated.
-  Status push(std::vector<TensorEntry> entries);
+  // Fails, with the reason given to close(), once the queue is closed.
+  Status push(TensorEntry entry);
+  Status push(std::vector<TensorEntry> entries);  // kept together (a group)
   std::vector<TensorEntry> pop_all();
-  // The name may be submitted again (its operation is done).
-  void release(const std::string& name);
-  // Sleeps until an entry arrives, wake() is called, or the timeout passes.
+  // Refuses all further pushes with `reason`; returns what was still queued.
+  std::vector<TensorEntry> close(const Status& reason);
+  std::optional<Status> closed() const;
+
+  // Sleeps until an entry arrives, wake() is called, or the timeout passes. When woken by
+  // an entry, it then waits for the rest of a burst (see settle()).
   void wait_for_work(std::chrono::duration<double> timeout);
   void wake();
 
  private:
-  std::mutex mutex_;
+  template <typename Add>
+  Status push_with(Add&& add);
+  void settle();
+
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<TensorEntry> entries_;
-  std::unordered_set<std::string> in_flight_;
   bool woken_ = false;
+  bool sleeping_ = false;  // the background thread waits on cv_
+  std::optional<Status> closed_;
+  std::atomic<uint64_t> pushes_{0};
 };
 
 }  // namespace kolo
