@@ -1,19 +1,6 @@
 #include "fusion.h"
 
 namespace kolo {
-namespace {
-
-bool fusable(const Response& r, const FusionOptions& options) {
-  return r.kind == Response::Kind::Run && r.type == OpType::Allreduce &&
-         response_bytes(r) < options.unfused_min_bytes;
-}
-
-bool compatible(const Response& a, const Response& b) {
-  return a.dtype == b.dtype && a.op == b.op && a.prescale == b.prescale &&
-         a.postscale == b.postscale && a.device == b.device;
-}
-
-}  // namespace
 
 int64_t response_bytes(const Response& response) {
   int64_t elements = 0;
@@ -21,27 +8,63 @@ int64_t response_bytes(const Response& response) {
   return elements * static_cast<int64_t>(dtype_size(response.dtype));
 }
 
-std::vector<Response> fuse_responses(std::vector<Response> responses,
-                                     const FusionOptions& options) {
-  if (options.threshold_bytes <= 0) return responses;
-  std::vector<Response> fused;
-  int64_t open_bytes = 0;  // bytes in fused.back() when it is open for more tensors
-  bool open = false;
-  for (Response& r : responses) {
-    const int64_t bytes = response_bytes(r);
-    if (open && fusable(r, options) && compatible(fused.back(), r) &&
-        open_bytes + bytes <= options.threshold_bytes) {
-      Response& target = fused.back();
-      target.names.push_back(std::move(r.names.front()));
-      target.element_counts.push_back(r.element_counts.front());
-      open_bytes += bytes;
-      continue;
-    }
-    open = fusable(r, options);
-    open_bytes = bytes;
-    fused.push_back(std::move(r));
+template <typename Params>
+bool FusionPlan::joins_open(const Params& next, int64_t bytes) const {
+  if (!open_ || next.type != OpType::Allreduce || bytes >= options_.unfused_min_bytes ||
+      open_bytes_ + bytes > options_.threshold_bytes)
+    return false;
+  const Response& open = responses_.back();
+  return open.dtype == next.dtype && open.op == next.op && open.prescale == next.prescale &&
+         open.postscale == next.postscale && open.device == next.device;
+}
+
+void FusionPlan::opened(int64_t bytes, bool fusable) {
+  open_ = fusable && options_.threshold_bytes > 0 && bytes < options_.unfused_min_bytes;
+  open_bytes_ = bytes;
+}
+
+std::size_t FusionPlan::add(Response single) {
+  const int64_t bytes = response_bytes(single);
+  if (single.kind == Response::Kind::Run && joins_open(single, bytes)) {
+    Response& open = responses_.back();
+    open.names.push_back(std::move(single.names.front()));
+    open.element_counts.push_back(single.element_counts.front());
+    open_bytes_ += bytes;
+  } else {
+    opened(bytes, single.kind == Response::Kind::Run && single.type == OpType::Allreduce);
+    responses_.push_back(std::move(single));
   }
-  return fused;
+  return responses_.size() - 1;
+}
+
+std::size_t FusionPlan::add(const Request& params, std::string name) {
+  const int64_t bytes = params.num_elements() * static_cast<int64_t>(dtype_size(params.dtype));
+  if (joins_open(params, bytes)) {
+    Response& open = responses_.back();
+    open.names.push_back(std::move(name));
+    open.element_counts.push_back(params.num_elements());
+    open_bytes_ += bytes;
+    return responses_.size() - 1;
+  }
+  Response r;
+  r.type = params.type;
+  r.names.push_back(std::move(name));
+  r.element_counts.push_back(params.num_elements());
+  r.dtype = params.dtype;
+  r.op = params.op;
+  r.root = params.root;
+  r.prescale = params.prescale;
+  r.postscale = params.postscale;
+  r.device = params.device;
+  opened(bytes, params.type == OpType::Allreduce);
+  responses_.push_back(std::move(r));
+  return responses_.size() - 1;
+}
+
+std::vector<Response> fuse_responses(std::vector<Response> responses, const FusionOptions& options) {
+  FusionPlan plan(options);
+  for (Response& r : responses) plan.add(std::move(r));
+  return plan.take();
 }
 
 }  // namespace kolo

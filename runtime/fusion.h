@@ -1,9 +1,10 @@
-// Packs consecutive compatible allreduce responses into one, so that many small
-// tensors cost one collective. Every rank runs this on the same response sequence with
-// the same settings, so all ranks pack identically without talking.
+// Packs consecutive compatible allreduces into one response, so that many small tensors
+// cost one collective. Every rank plans the same response sequence with the same
+// settings, so all ranks pack identically without talking.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "message.h"
@@ -15,6 +16,28 @@ struct FusionOptions {
   // Tensors at least this large run on their own memory, without copies: they already
   // fill a pipeline piece of the backend, so fusing them would only add two memcpys.
   int64_t unfused_min_bytes = 512 * 1024;
+};
+
+// Builds the fused sequence one tensor at a time, in order.
+class FusionPlan {
+ public:
+  explicit FusionPlan(const FusionOptions& options) : options_(options) {}
+
+  // Each returns the index of the response that now holds the tensor.
+  std::size_t add(Response single);                          // a one-tensor response
+  std::size_t add(const Request& params, std::string name);  // a cached request
+
+  std::vector<Response> take() { return std::move(responses_); }
+
+ private:
+  template <typename Params>
+  bool joins_open(const Params& next, int64_t bytes) const;
+  void opened(int64_t bytes, bool fusable);
+
+  FusionOptions options_;
+  std::vector<Response> responses_;
+  bool open_ = false;  // responses_.back() can take more tensors
+  int64_t open_bytes_ = 0;
 };
 
 std::vector<Response> fuse_responses(std::vector<Response> responses, const FusionOptions& options);

@@ -25,20 +25,6 @@ void agree_on_settings(Config& config, MPI_Comm comm) {
   config.allreduce_chunk_bytes = values[2];
 }
 
-Response response_for(const Request& request, std::string name) {
-  Response r;
-  r.type = request.type;
-  r.names.push_back(std::move(name));
-  r.element_counts = {request.num_elements()};
-  r.dtype = request.dtype;
-  r.op = request.op;
-  r.root = request.root;
-  r.prescale = request.prescale;
-  r.postscale = request.postscale;
-  r.device = request.device;
-  return r;
-}
-
 Request request_for(const Response& r, std::size_t i) {
   Request q;
   q.name = r.names[i];
@@ -62,6 +48,8 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
       owns_mpi_(owns_mpi), cache_(0) {
   agree_on_settings(config_, context_->comm());
   cache_ = ResponseCache(config_.cache_capacity);
+  waiting_on_bits_.assign(static_cast<std::size_t>(config_.cache_capacity), nullptr);
+  waiting_bits_.assign((static_cast<std::size_t>(config_.cache_capacity) + 63) / 64, 0);
   ops::MpiOptions options;
   options.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
   options.control_timeout = std::chrono::milliseconds(
@@ -182,17 +170,16 @@ void Runtime::accept(std::vector<TensorEntry> entries) {
         all_hit = false;
     }
     for (std::size_t k = i; k < end; ++k) {
-      TensorEntry& e = entries[k];
-      const std::string name = e.request.name;
+      std::string name = entries[k].request.name;
+      TensorEntry& e = in_flight_.emplace(name, std::move(entries[k])).first->second;
       if (all_hit) {
         e.reported = now;
-        waiting_on_bits_[*found[k - i]] = name;
+        set_waiting(*found[k - i], &e);
       } else {
         // The other ranks may be waiting on this name's bit: make them send it by name.
         if (found[k - i]) invalidations_to_send_.push_back(*found[k - i]);
-        to_send_.push_back(name);
+        to_send_.push_back(std::move(name));
       }
-      in_flight_.emplace(name, std::move(e));
     }
     i = end;
   }
@@ -209,12 +196,19 @@ std::string Runtime::name_in_flight(const std::vector<TensorEntry>& entries, std
   return "";
 }
 
+void Runtime::set_waiting(uint32_t slot, TensorEntry* entry) {
+  waiting_on_bits_[slot] = entry;
+  const uint64_t bit = uint64_t{1} << (slot % 64);
+  if (entry) waiting_bits_[slot / 64] |= bit;
+  else waiting_bits_[slot / 64] &= ~bit;
+}
+
 void Runtime::invalidate(uint32_t slot) {
   cache_.erase(slot);
-  auto it = waiting_on_bits_.find(slot);
-  if (it == waiting_on_bits_.end()) return;
-  to_send_.push_back(it->second);
-  waiting_on_bits_.erase(it);
+  if (TensorEntry* entry = waiting_on_bits_[slot]) {
+    to_send_.push_back(entry->request.name);
+    set_waiting(slot, nullptr);
+  }
 }
 
 bool Runtime::cycle() {
@@ -237,7 +231,7 @@ bool Runtime::cycle() {
   if (shutdown_requested_) flags |= kShutdown;
   if (joined) flags |= kJoined;
   words[0] = flags;
-  for (const auto& [slot, name] : waiting_on_bits_) words[1 + slot / 64] |= uint64_t{1} << (slot % 64);
+  std::copy(waiting_bits_.begin(), waiting_bits_.end(), words.begin() + 1);
   for (std::size_t i = 0; i < bit_words; ++i) words[n + 1 + i] = ~words[1 + i];
   words[n] = ~flags;
   if (joined) {  // a joined rank is ready for every allreduce the others are
@@ -252,21 +246,24 @@ bool Runtime::cycle() {
   const uint64_t flags_any = ~words[n];
 
   std::vector<uint64_t> partial(bit_words);
-  std::vector<Response> cached;
+  FusionPlan cached(fusion_);
+  std::vector<std::vector<TensorEntry*>> cached_entries;
   for (std::size_t w = 0; w < bit_words; ++w) {
     const uint64_t anywhere = ~words[n + 1 + w];
     uint64_t ready = words[1 + w] & anywhere;
     partial[w] = anywhere & ~words[1 + w];
-    while (ready) {
+    for (; ready; ready &= ready - 1) {
       const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(ready));
-      ready &= ready - 1;
       cache_.touch(slot);
-      auto waiting = waiting_on_bits_.extract(slot);  // empty where this rank has joined
-      cached.push_back(response_for(cache_.at(slot), waiting ? std::move(waiting.mapped())
-                                                             : cache_.at(slot).name));
+      TensorEntry* entry = waiting_on_bits_[slot];  // null where this rank has joined
+      set_waiting(slot, nullptr);
+      const Request& params = cache_.at(slot);
+      const std::size_t index = cached.add(params, params.name);
+      if (index == cached_entries.size()) cached_entries.emplace_back();
+      cached_entries[index].push_back(entry);
     }
   }
-  if (!cached.empty()) run_responses(std::move(cached), decided);
+  if (!cached_entries.empty()) run(cached.take(), cached_entries, decided);
   if (coordinator_) watch_partial_slots(partial);
 
   if (flags_any & kNeedSlowPath) {
@@ -283,7 +280,15 @@ bool Runtime::cycle() {
         if (auto evicted = cache_.put(request)) invalidate(*evicted);
       }
     }
-    run_responses(std::move(responses), now);
+    FusionPlan plan(fusion_);
+    std::vector<std::vector<TensorEntry*>> entries;
+    for (Response& r : responses) {
+      auto it = in_flight_.find(r.names.front());
+      const std::size_t index = plan.add(std::move(r));
+      if (index == entries.size()) entries.emplace_back();
+      entries[index].push_back(it == in_flight_.end() ? nullptr : &it->second);
+    }
+    run(plan.take(), entries, now);
   }
 
   if (flags_all & kJoined) {  // every rank has joined: join() returns everywhere
@@ -339,24 +344,21 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
   return std::move(list.responses);
 }
 
-void Runtime::run_responses(std::vector<Response> responses, Clock::time_point decided) {
-  for (const Response& r : fuse_responses(std::move(responses), fusion_)) {
-    std::vector<TensorEntry*> entries;
-    for (const std::string& name : r.names) {
-      auto it = in_flight_.find(name);
-      entries.push_back(it == in_flight_.end() ? nullptr : &it->second);
-    }
+void Runtime::run(const std::vector<Response>& responses,
+                  const std::vector<std::vector<TensorEntry*>>& entries, Clock::time_point decided) {
+  for (std::size_t i = 0; i < responses.size(); ++i) {
+    const Response& r = responses[i];
     Status status;
     if (r.kind == Response::Kind::Error) {
       status = Status(r.error_code, r.error_message);
-    } else if (r.type != OpType::Allreduce && entries[0] == nullptr) {
+    } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {
       continue;  // cannot happen: the coordinator only releases these when every rank has them
     } else {
-      // A backend failure leaves the communicator in an unknown state: the loop stops
-      // and every pending handle fails (see loop()).
-      executor_->run(r, entries, decided);
+      // A backend failure leaves the communicator in an unknown state: it propagates, the
+      // loop stops and every pending handle fails (see loop()).
+      executor_->run(r, entries[i], decided);
     }
-    for (TensorEntry* e : entries)
+    for (TensorEntry* e : entries[i])
       if (e != nullptr) finish(*e, status);
   }
 }

@@ -56,9 +56,12 @@ class Runtime {
   bool cycle();
   void accept(std::vector<TensorEntry> entries);
   std::vector<Response> slow_path(std::vector<uint32_t>& invalidations);
-  void run_responses(std::vector<Response> responses, Clock::time_point decided);
+  // Runs responses[i] over this rank's entries[i] (null where this rank has joined).
+  void run(const std::vector<Response>& responses,
+           const std::vector<std::vector<TensorEntry*>>& entries, Clock::time_point decided);
   void finish(TensorEntry& entry, Status status);
   void invalidate(uint32_t slot);
+  void set_waiting(uint32_t slot, TensorEntry* entry);
   std::string name_in_flight(const std::vector<TensorEntry>& entries, std::size_t begin,
                              std::size_t end) const;
   void watch_partial_slots(const std::vector<uint64_t>& partial_bits);
@@ -82,7 +85,9 @@ class Runtime {
   // ---- owned by the background thread -------------------------------------------------
   ResponseCache cache_;
   std::unordered_map<std::string, TensorEntry> in_flight_;
-  std::map<uint32_t, std::string> waiting_on_bits_;  // slot -> name, ready locally
+  // By cache slot: this rank's entry that is ready and negotiated by bit, and the bits.
+  std::vector<TensorEntry*> waiting_on_bits_;
+  std::vector<uint64_t> waiting_bits_;
   std::vector<std::string> to_send_;                 // names for the next slow path
   std::vector<uint32_t> invalidations_to_send_;
   std::unique_ptr<Coordinator> coordinator_;         // rank 0 only
