@@ -36,6 +36,10 @@ class Backend {
   virtual void reducescatter(const void* input, void* output, std::span<const int64_t> counts,
                              DType dtype, ReduceOp op) = 0;
   virtual void barrier() = 0;
+
+  // Size of the pieces a large allreduce is pipelined in, where the backend pipelines
+  // (the autotuner changes it between cycles, on every rank at once).
+  virtual void set_allreduce_chunk_bytes(int64_t bytes) {}
 };
 
 // The small, latency-bound messages the runtime's negotiation exchanges every cycle.

@@ -145,6 +145,8 @@ class MpiBackend final : public Backend {
 
   void barrier() override { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
+  void set_allreduce_chunk_bytes(int64_t bytes) override { chunk_bytes_ = bytes; }
+
  private:
   MPI_Comm comm_;
   int size_;

@@ -1,6 +1,7 @@
 #include "runtime.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "logging.h"
 
@@ -64,6 +65,9 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
                                   ? config_.allreduce_chunk_bytes
                                   : int64_t{256} * 1024 * context_->size();
   if (context_->rank() == 0) coordinator_ = std::make_unique<Coordinator>(context_->size());
+  if (config_.autotune)
+    autotuner_ = std::make_unique<Autotuner>(Autotuner::default_candidates(context_->size()),
+                                             int64_t{128} << 20);
   last_stall_check_ = Clock::now();
   thread_ = std::thread(&Runtime::loop, this);
 }
@@ -220,9 +224,10 @@ bool Runtime::cycle() {
     joined = join_handle_ != nullptr;
   }
   const std::size_t bit_words = (static_cast<std::size_t>(cache_.capacity()) + 63) / 64;
-  const std::size_t n = 1 + bit_words;
-  // [flags | bits] ANDed gives "on every rank"; [~flags | ~bits] ANDed gives "on no rank",
-  // i.e. the complement of the OR. One small allreduce carries both.
+  const std::size_t n = 2 + bit_words;
+  // [flags | setting | bits] ANDed gives "on every rank"; [~flags | - | ~bits] ANDed gives
+  // "on no rank", i.e. the complement of the OR. One small allreduce carries both. The
+  // setting word is the autotuner's choice: rank 0 writes it, the others all ones.
   std::vector<uint64_t> words(2 * n, 0);
   uint64_t flags = 0;
   if (!to_send_.empty() || !invalidations_to_send_.empty() || !stalled_failures_.empty() ||
@@ -231,27 +236,30 @@ bool Runtime::cycle() {
   if (shutdown_requested_) flags |= kShutdown;
   if (joined) flags |= kJoined;
   words[0] = flags;
-  std::copy(waiting_bits_.begin(), waiting_bits_.end(), words.begin() + 1);
-  for (std::size_t i = 0; i < bit_words; ++i) words[n + 1 + i] = ~words[1 + i];
+  words[1] = (autotuner_ && coordinator_) ? autotuner_->current() : ~uint64_t{0};
+  std::copy(waiting_bits_.begin(), waiting_bits_.end(), words.begin() + 2);
+  for (std::size_t i = 0; i < bit_words; ++i) words[n + 2 + i] = ~words[2 + i];
   words[n] = ~flags;
+  words[n + 1] = ~uint64_t{0};
   if (joined) {  // a joined rank is ready for every allreduce the others are
     for (uint32_t slot = 0; slot < uint32_t(cache_.capacity()); ++slot)
       if (cache_.occupied(slot) && cache_.at(slot).type == OpType::Allreduce)
-        words[1 + slot / 64] |= uint64_t{1} << (slot % 64);
+        words[2 + slot / 64] |= uint64_t{1} << (slot % 64);
   }
 
   control_->allreduce_and(words);
   const auto decided = Clock::now();
   const uint64_t flags_all = words[0];
   const uint64_t flags_any = ~words[n];
+  if (autotuner_) apply_setting(words[1]);
 
   std::vector<uint64_t> partial(bit_words);
   FusionPlan cached(fusion_);
   std::vector<std::vector<TensorEntry*>> cached_entries;
   for (std::size_t w = 0; w < bit_words; ++w) {
-    const uint64_t anywhere = ~words[n + 1 + w];
-    uint64_t ready = words[1 + w] & anywhere;
-    partial[w] = anywhere & ~words[1 + w];
+    const uint64_t anywhere = ~words[n + 2 + w];
+    uint64_t ready = words[2 + w] & anywhere;
+    partial[w] = anywhere & ~words[2 + w];
     for (; ready; ready &= ready - 1) {
       const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(ready));
       cache_.touch(slot);
@@ -290,6 +298,8 @@ bool Runtime::cycle() {
     }
     run(plan.take(), entries, now);
   }
+
+  if (autotuner_ && coordinator_) autotune_step();
 
   if (flags_all & kJoined) {  // every rank has joined: join() returns everywhere
     std::shared_ptr<detail::HandleState> handle;
@@ -356,10 +366,44 @@ void Runtime::run(const std::vector<Response>& responses,
     } else {
       // A backend failure leaves the communicator in an unknown state: it propagates, the
       // loop stops and every pending handle fails (see loop()).
+      const auto start = Clock::now();
       executor_->run(r, entries[i], decided);
+      if (r.type == OpType::Allreduce) {
+        cycle_allreduce_bytes_ += response_bytes(r);
+        cycle_allreduce_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+      }
     }
     for (TensorEntry* e : entries[i])
       if (e != nullptr) finish(*e, status);
+  }
+}
+
+void Runtime::apply_setting(uint64_t index) {
+  if (index == applied_setting_) return;
+  applied_setting_ = index;
+  const TunedSetting& setting = autotuner_->setting(index);
+  fusion_.threshold_bytes = setting.fusion_threshold_bytes;
+  fusion_.unfused_min_bytes = setting.chunk_bytes;
+  backend_->set_allreduce_chunk_bytes(setting.chunk_bytes);
+}
+
+void Runtime::autotune_step() {
+  const bool was_done = autotuner_->done();
+  autotuner_->record(cycle_allreduce_bytes_, cycle_allreduce_seconds_);
+  cycle_allreduce_bytes_ = 0;
+  cycle_allreduce_seconds_ = 0;
+  if (was_done || !autotuner_->done()) return;
+  const TunedSetting& best = autotuner_->setting(autotuner_->current());
+  KOLO_LOG(Info) << "autotune chose fusion threshold " << best.fusion_threshold_bytes
+                 << " bytes, allreduce pieces of " << best.chunk_bytes << " bytes";
+  if (config_.autotune_log.empty()) return;
+  if (std::FILE* f = std::fopen(config_.autotune_log.c_str(), "w")) {
+    std::fputs("trial,fusion_threshold_bytes,chunk_bytes,bytes,seconds,GBps\n", f);
+    for (const std::string& line : autotuner_->log()) std::fprintf(f, "%s\n", line.c_str());
+    std::fprintf(f, "# chosen: trial %zu\n", autotuner_->current());
+    std::fclose(f);
+  } else {
+    KOLO_LOG(Warning) << "cannot write KOLO_AUTOTUNE_LOG file '" << config_.autotune_log << "'";
   }
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "autotuner.h"
 #include "config.h"
 #include "coordinator.h"
 #include "executor.h"
@@ -66,6 +67,8 @@ class Runtime {
                              std::size_t end) const;
   void watch_partial_slots(const std::vector<uint64_t>& partial_bits);
   void fail_everything(const Status& status);
+  void apply_setting(uint64_t index);
+  void autotune_step();
 
   std::unique_ptr<ops::MpiContext> context_;
   Config config_;
@@ -94,6 +97,10 @@ class Runtime {
   std::vector<Response> stalled_failures_;           // rank 0: to broadcast
   std::map<uint32_t, Clock::time_point> partial_since_;  // rank 0: slot -> first seen partial
   Clock::time_point last_stall_check_;
+  std::unique_ptr<Autotuner> autotuner_;  // KOLO_AUTOTUNE: every rank decodes, rank 0 decides
+  uint64_t applied_setting_ = ~uint64_t{0};
+  int64_t cycle_allreduce_bytes_ = 0;     // this cycle's allreduce work, for the autotuner
+  double cycle_allreduce_seconds_ = 0;
   bool joined_reported_ = false;  // the coordinator knows this rank has joined
 };
 
