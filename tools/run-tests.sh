@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, and runs every test with
+# CTest. Extra arguments go to ctest (e.g. -R allreduce, -j2).
+#   KOLO_TEST_TIMEOUT   seconds any one test may take (default 900)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+kolo_prepare
+kolo_log "running the tests"
+status=0
+ctest --test-dir "$KOLO_BUILD_DIR" --output-on-failure --no-tests=error \
+  --timeout "${KOLO_TEST_TIMEOUT:-900}" "$@" || status=$?
+kolo_log "tests done ($(kolo_elapsed)), ctest exit status $status"
+exit "$status"
