@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared set-up for tools/run-demo.sh and tools/run-tests.sh (sourced, not run):
 #   kolo_install_packages   installs the Debian packages kolo needs, only the missing ones
 #   kolo_build              configures (CMake >= 3.25, Ninja, Release) and builds

@@ -2,6 +2,7 @@
 # The README's demo command: installs what is missing, builds, and runs the main job.
 # Arguments are passed to the job.
 set -euo pipefail
+# shellcheck source=tools/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # The main job. Until the training example exists it is the 2-rank allreduce demo;

@@ -3,6 +3,7 @@
 # CTest. Extra arguments go to ctest (e.g. -R allreduce, -j2).
 #   KOLO_TEST_TIMEOUT   seconds any one test may take (default 900)
 set -euo pipefail
+# shellcheck source=tools/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 kolo_prepare
