@@ -1,0 +1,128 @@
+// fuse_responses: packing consecutive compatible allreduces up to the threshold.
+#include <catch2/catch.hpp>
+
+#include "kolo/kolo.h"
+#include "runtime/fusion.h"
+
+namespace {
+
+kolo::Response ar(std::string name, int64_t elements, kolo::DType dtype = kolo::DType::Float32,
+                  kolo::ReduceOp op = kolo::ReduceOp::Sum) {
+  kolo::Response r;
+  r.type = kolo::OpType::Allreduce;
+  r.names = {std::move(name)};
+  r.element_counts = {elements};
+  r.dtype = dtype;
+  r.op = op;
+  return r;
+}
+
+kolo::FusionOptions options(int64_t threshold, int64_t unfused_min = 1 << 30) {
+  kolo::FusionOptions o;
+  o.threshold_bytes = threshold;
+  o.unfused_min_bytes = unfused_min;
+  return o;
+}
+
+using Groups = std::vector<std::vector<std::string>>;
+
+Groups groups_of(const std::vector<kolo::Response>& responses) {
+  Groups g;
+  for (const auto& r : responses) g.push_back(r.names);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("fusion packs compatible tensors up to the threshold, in order", "[fusion]") {
+  // 100 float32 = 400 bytes each; 1000 bytes hold two.
+  const auto fused = kolo::fuse_responses({ar("a", 100), ar("b", 100), ar("c", 100), ar("d", 100),
+                                           ar("e", 100)},
+                                          options(1000));
+  CHECK(groups_of(fused) == Groups{{"a", "b"}, {"c", "d"}, {"e"}});
+  CHECK(fused[0].element_counts == std::vector<int64_t>{100, 100});
+  CHECK(fused[2].element_counts == std::vector<int64_t>{100});
+  CHECK(kolo::response_bytes(fused[0]) == 800);
+}
+
+TEST_CASE("fusion fills a buffer exactly up to the threshold", "[fusion]") {
+  const auto fused = kolo::fuse_responses({ar("a", 100), ar("b", 150), ar("c", 1)}, options(1000));
+  CHECK(groups_of(fused) == Groups{{"a", "b"}, {"c"}});
+}
+
+TEST_CASE("fusion threshold 0 disables fusion", "[fusion]") {
+  const auto fused = kolo::fuse_responses({ar("a", 1), ar("b", 1), ar("c", 1)}, options(0));
+  CHECK(groups_of(fused) == Groups{{"a"}, {"b"}, {"c"}});
+}
+
+TEST_CASE("fusion never mixes dtypes, ops or scale factors", "[fusion]") {
+  kolo::Response pre = ar("pre", 4);
+  pre.prescale = 2;
+  kolo::Response post = ar("post", 4);
+  post.postscale = 0.5;
+  const auto fused = kolo::fuse_responses(
+      {ar("f1", 4), ar("f2", 4), ar("d", 4, kolo::DType::Float64), ar("h", 4, kolo::DType::Float16),
+       ar("h2", 4, kolo::DType::Float16), ar("max", 4, kolo::DType::Float16, kolo::ReduceOp::Max),
+       pre, post, ar("f3", 4)},
+      options(1 << 20));
+  CHECK(groups_of(fused) ==
+        Groups{{"f1", "f2"}, {"d"}, {"h", "h2"}, {"max"}, {"pre"}, {"post"}, {"f3"}});
+}
+
+TEST_CASE("fusion never fuses tensors at or above unfused_min_bytes", "[fusion]") {
+  // unfused_min 4000 bytes = 1000 float32.
+  const auto fused = kolo::fuse_responses(
+      {ar("s1", 10), ar("big", 1000), ar("s2", 10), ar("s3", 10), ar("just_below", 999), ar("s4", 10)},
+      options(1 << 20, 4000));
+  CHECK(groups_of(fused) == Groups{{"s1"}, {"big"}, {"s2", "s3", "just_below", "s4"}});
+}
+
+TEST_CASE("fusion leaves errors and other collectives alone and keeps their position", "[fusion]") {
+  kolo::Response err = ar("err", 4);
+  err.kind = kolo::Response::Kind::Error;
+  err.error_code = kolo::StatusCode::Mismatch;
+  kolo::Response bc = ar("bc", 4);
+  bc.type = kolo::OpType::Broadcast;
+  kolo::Response gather = ar("gather", 4);
+  gather.type = kolo::OpType::Allgather;
+  const auto fused = kolo::fuse_responses(
+      {ar("a", 4), err, ar("b", 4), ar("c", 4), bc, ar("d", 4), gather, ar("e", 4), ar("f", 4)},
+      options(1 << 20));
+  CHECK(groups_of(fused) ==
+        Groups{{"a"}, {"err"}, {"b", "c"}, {"bc"}, {"d"}, {"gather"}, {"e", "f"}});
+  CHECK(fused[1].kind == kolo::Response::Kind::Error);
+  CHECK(fused[3].type == kolo::OpType::Broadcast);
+}
+
+TEST_CASE("fusion preserves the order of all names", "[fusion]") {
+  std::vector<kolo::Response> in;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 200; ++i) {
+    const auto dtype = (i % 7 == 0) ? kolo::DType::Float64 : kolo::DType::Float32;
+    in.push_back(ar("t" + std::to_string(i), 1 + (i * 37) % 300, dtype));
+    expected.push_back("t" + std::to_string(i));
+  }
+  const auto fused = kolo::fuse_responses(in, options(2048, 1000));
+  std::vector<std::string> names;
+  int64_t elements_in = 0, elements_out = 0;
+  for (const auto& r : in) elements_in += r.element_counts[0];
+  for (const auto& r : fused) {
+    CHECK(r.names.size() == r.element_counts.size());
+    if (r.names.size() > 1) CHECK(kolo::response_bytes(r) <= 2048);
+    for (std::size_t i = 0; i < r.names.size(); ++i) {
+      names.push_back(r.names[i]);
+      elements_out += r.element_counts[i];
+    }
+  }
+  CHECK(names == expected);
+  CHECK(elements_out == elements_in);
+  CHECK(fused.size() < in.size());
+}
+
+TEST_CASE("response bytes count every fused tensor", "[fusion]") {
+  kolo::Response r = ar("x", 3, kolo::DType::Float64);
+  r.names.push_back("y");
+  r.element_counts.push_back(5);
+  CHECK(kolo::response_bytes(r) == 64);
+  CHECK(kolo::response_bytes(ar("h", 7, kolo::DType::BFloat16)) == 14);
+}
