@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 # Shared set-up for tools/run-demo.sh and tools/run-tests.sh (sourced, not run):
 #   kolo_install_packages   installs the Debian packages kolo needs, only the missing ones
-#   kolo_build              configures (CMake >= 3.25, Ninja, Release) and builds
+#   kolo_build [target...]  configures (CMake >= 3.25, Ninja, Release) and builds the
+#                           targets (default: everything)
 #   kolo_setup_mpi          flags (and environment) for mpirun as root / on few cores
 #   kolo_mpirun ...         mpirun with those flags
-#   kolo_prepare            all of the above, in order
+#   kolo_prepare [target...]  all of the above, in order
 #
 # Environment knobs (all optional):
 #   KOLO_BUILD_DIR     build folder (default: <repo>/build)
@@ -80,8 +81,10 @@ kolo_build() {
   kolo_log "configuring $KOLO_BUILD_DIR ($KOLO_BUILD_TYPE, Ninja)"
   cmake -S "$KOLO_ROOT" -B "$KOLO_BUILD_DIR" "${generator[@]}" \
     -DCMAKE_BUILD_TYPE="$KOLO_BUILD_TYPE" "${extra[@]}"
-  kolo_log "building with $KOLO_JOBS jobs"
-  cmake --build "$KOLO_BUILD_DIR" -j "$KOLO_JOBS"
+  local targets=()
+  (($# > 0)) && targets=(--target "$@")
+  kolo_log "building ${*:-everything} with $KOLO_JOBS jobs"
+  cmake --build "$KOLO_BUILD_DIR" -j "$KOLO_JOBS" "${targets[@]}"
   kolo_log "built ($(kolo_elapsed))"
 }
 
@@ -107,5 +110,5 @@ kolo_mpirun() { mpirun "${KOLO_MPIRUN_FLAGS[@]}" "$@"; }
 kolo_prepare() {
   kolo_install_packages
   kolo_setup_mpi
-  kolo_build
+  kolo_build "$@"
 }
