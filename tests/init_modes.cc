@@ -10,10 +10,12 @@
 //   mpirun -np 2 kolo_init_modes null-comm          init(MPI_COMM_NULL) is an error
 //   KOLO_TIMELINE=/no/such/dir/t.json mpirun -np 2 kolo_init_modes bad-timeline
 //   mpirun -np 2 kolo_init_modes c-api-wait-output-misuse
+//   KOLO_AUTOTUNE=1 KOLO_AUTOTUNE_LOG=/tmp/a.csv mpirun -np 2 kolo_init_modes autotune
 //   KOLO_X=bad mpirun -np 2 kolo_init_modes config-error KOLO_X
 //
 // Exit code 0 when every check passed on this rank; failures are printed with the rank.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -315,6 +317,65 @@ int c_api_wait_output_misuse() {
   return g_failures;
 }
 
+// KOLO_AUTOTUNE=1 with KOLO_AUTOTUNE_LOG (set by CTest): results stay exact while the
+// settings change under the running job, and the search finishes and writes its log.
+int autotune() {
+  const char* log_path = std::getenv("KOLO_AUTOTUNE_LOG");
+  EXPECT(log_path != nullptr);
+  if (log_path == nullptr) return g_failures;
+  kolo::init();
+  g_rank = kolo::rank();
+  if (g_rank == 0) std::remove(log_path);
+  const int n = kolo::size();
+  // Mixed sizes so that both the fusion threshold and the piece size matter.
+  std::vector<std::vector<float>> tensors;
+  for (int t = 0; t < 24; ++t) tensors.emplace_back(t % 4 == 0 ? (1 << 20) + t : 3000 + 1000 * t);
+  bool finished = false;
+  int iterations = 0;
+  for (; iterations < 400 && !finished; ++iterations) {
+    std::vector<kolo::Handle> handles;
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      for (std::size_t i = 0; i < tensors[t].size(); ++i) tensors[t][i] = float((i + t + iterations) % 100 + kolo::rank());
+      handles.push_back(kolo::allreduce_async("tune/" + std::to_string(t), kolo::view(tensors[t]), {kolo::ReduceOp::Sum}));
+    }
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      EXPECT(handles[t].wait_for(std::chrono::seconds(60)).ok());
+      int64_t bad = 0;
+      for (std::size_t i = 0; i < tensors[t].size(); ++i)
+        if (tensors[t][i] != float(n * ((i + t + iterations) % 100) + n * (n - 1) / 2)) ++bad;
+      EXPECT(bad == 0);
+      if (bad) break;
+    }
+    if (g_failures) break;
+    int found = 0;
+    if (g_rank == 0) {
+      if (std::FILE* f = std::fopen(log_path, "r")) {
+        found = 1;
+        std::fclose(f);
+      }
+    }
+    MPI_Bcast(&found, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    finished = found != 0;
+  }
+  EXPECT(finished);
+  if (g_rank == 0 && finished) {
+    std::FILE* f = std::fopen(log_path, "r");
+    char line[256];
+    std::vector<std::string> lines;
+    while (f && std::fgets(line, sizeof line, f)) lines.emplace_back(line);
+    if (f) std::fclose(f);
+    EXPECT(lines.size() == 14);  // header, 12 trials, the choice
+    if (lines.size() == 14) {
+      EXPECT(lines[0].rfind("trial,fusion_threshold_bytes,chunk_bytes,", 0) == 0);
+      for (int t = 0; t < 12; ++t) EXPECT(lines[1 + t].rfind(std::to_string(t) + ",", 0) == 0);
+      EXPECT(lines[13].rfind("# chosen: trial ", 0) == 0);
+    }
+    std::printf("autotune finished after %d iterations\n", iterations);
+  }
+  kolo::shutdown();
+  return g_failures;
+}
+
 int config_error(const char* variable) {
   try {
     kolo::init();
@@ -343,13 +404,14 @@ int main(int argc, char** argv) {
     else if (mode == "topology") failures = topology();
     else if (mode == "shutdown-aborts") failures = shutdown_aborts();
     else if (mode == "c-api") failures = c_api();
+    else if (mode == "autotune") failures = autotune();
     else if (mode == "null-comm") failures = null_comm(argc, argv);
     else if (mode == "bad-timeline") failures = bad_timeline(argc, argv);
     else if (mode == "c-api-wait-output-misuse") failures = c_api_wait_output_misuse();
     else if (mode == "config-error" && argc > 2) failures = config_error(argv[2]);
     else {
       std::fprintf(stderr, "usage: %s kolo-owns|program-owns|low-thread-level|subcomm|topology|"
-                           "shutdown-aborts|c-api|null-comm|bad-timeline|c-api-wait-output-misuse|"
+                           "shutdown-aborts|c-api|autotune|null-comm|bad-timeline|c-api-wait-output-misuse|"
                            "config-error VARIABLE\n", argv[0]);
       return 2;
     }

@@ -96,6 +96,12 @@ std::unique_ptr<Case> submit_case(const std::string& name, DType d, ReduceOp op,
   return c;
 }
 
+void wait_cases(const std::vector<std::unique_ptr<Case>>& cases) {
+  std::vector<kolo::Handle> handles;
+  for (const auto& c : cases) handles.push_back(c->handle);
+  require_all_ok(handles, "allreduce");
+}
+
 void check_case(Case& c, int round) {
   INFO("tensor " << c.name << " round " << round);
   require_ok(c.handle, c.name);
@@ -123,6 +129,7 @@ TEST_CASE("allreduce computes every op for every dtype, in and out of place", "[
             cases.push_back(submit_case(name, d, op, in_place, shapes[s], round));
           }
       }
+    wait_cases(cases);
     for (auto& c : cases) check_case(*c, round);
   }
 }
@@ -142,7 +149,8 @@ TEST_CASE("allreduce averages floating dtypes across ranks", "[allreduce]") {
 }
 
 TEST_CASE("allreduce applies prescale before and postscale after the reduction", "[allreduce]") {
-  const std::vector<std::pair<double, double>> factors = {{2, 0.25}, {-1, 1}, {0.5, 3}};
+  // (-1, 1) and (3, 1) share a postscale: neighbours that must not be fused together.
+  const std::vector<std::pair<double, double>> factors = {{2, 0.25}, {-1, 1}, {3, 1}, {0.5, 3}};
   for (int round = 0; round < 2; ++round) {
     std::vector<std::unique_ptr<Case>> cases;
     for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16})
@@ -154,6 +162,7 @@ TEST_CASE("allreduce applies prescale before and postscale after the reduction",
             cases.push_back(submit_case(name, d, op, in_place, {33}, round, factors[f].first,
                                         factors[f].second));
           }
+    wait_cases(cases);
     for (auto& c : cases) check_case(*c, round);
   }
 }
@@ -185,7 +194,8 @@ TEST_CASE("allreduce of zero-size tensors completes, alone and among others", "[
       cases.push_back(submit_case("zero/empty2d/" + dn, d, ReduceOp::Max, false, {4, 0}, round));
       cases.push_back(submit_case("zero/neighbour/" + dn, d, ReduceOp::Sum, true, {5}, round));
     }
-    for (auto& h : handles) require_ok(h, "zero-size allreduce");
+    require_all_ok(handles, "zero-size allreduce");
+    wait_cases(cases);
     for (auto& c : cases) check_case(*c, round);
   }
 }
@@ -201,8 +211,7 @@ TEST_CASE("allreduce of large tensors runs unfused and chunked with exact result
   }
   kolo::Handle h1 = kolo::allreduce_async("large/sum_inplace", kolo::view(inout), {ReduceOp::Sum});
   kolo::Handle h2 = kolo::allreduce_async("large/avg_outofplace", kolo::view(in), kolo::view(out), {ReduceOp::Average});
-  require_ok(h1, "large in-place sum");
-  require_ok(h2, "large out-of-place average");
+  require_all_ok({h1, h2}, "large sum and average");
   const float triangle = float(ranks * (ranks + 1) / 2);
   int64_t bad = 0, first_bad = -1;
   for (int64_t i = 0; i < n; ++i) {
@@ -240,7 +249,8 @@ TEST_CASE("allreduce of large and small tensors submitted together is exact", "[
     for (int t = 0; t < 40; ++t)
       handles.push_back(kolo::allreduce_async("mixed/" + std::to_string(t), kolo::view(tensors[t]), {ReduceOp::Sum}));
     const int32_t triangle = size() * (size() + 1) / 2;
-    for (int t = 39; t >= 0; --t) {  // waited in reverse order
+    require_all_ok(std::vector<kolo::Handle>(handles.rbegin(), handles.rend()), "mixed");  // reverse order
+    for (int t = 39; t >= 0; --t) {
       require_ok(handles[t], "mixed/" + std::to_string(t));
       int64_t bad = 0;
       for (std::size_t i = 0; i < tensors[t].size(); ++i)
@@ -266,6 +276,7 @@ TEST_CASE("allreduce of many tiny tensors fuses them with exact results, round a
       buffers.push_back(std::move(b));
     }
     const double rank_sum = size() * (size() - 1) / 2.0;
+    require_all_ok(handles, "tiny");
     for (int t = 0; t < count; ++t) {
       require_ok(handles[t], "tiny/" + std::to_string(t));
       for (int64_t i = 0; i < buffers[t]->count(); ++i) {
@@ -312,6 +323,7 @@ TEST_CASE("grouped allreduce completes every member with exact results", "[allre
     }
     const auto handles = kolo::grouped_allreduce_async(names, inputs, outputs, {ReduceOp::Average, 1.0, 2.0});
     REQUIRE(handles.size() == sizes.size());
+    require_all_ok(handles, "group");
     for (std::size_t t = 0; t < sizes.size(); ++t) {
       require_ok(handles[t], names[t]);
       for (int64_t i = 0; i < sizes[t]; ++i) {
@@ -338,9 +350,11 @@ TEST_CASE("grouped allreduce in place, several groups in flight at once", "[allr
     }
     groups.push_back(kolo::grouped_allreduce_async(names, views, views, {ReduceOp::Sum}));
   }
+  std::vector<kolo::Handle> all;
+  for (int g = 2; g >= 0; --g) all.insert(all.end(), groups[g].begin(), groups[g].end());
+  require_all_ok(all, "groups");
   for (int g = 2; g >= 0; --g)
     for (int m = 0; m < 2; ++m) {
-      require_ok(groups[g][m]);
       const int64_t want = int64_t(1000) * size() * (size() + 1) / 2 + size() * (g * 10 + m);
       for (int64_t x : data[g * 2 + m]) REQUIRE(x == want);
     }
@@ -410,8 +424,8 @@ TEST_CASE("allreduce accepts names with any characters, and long names", "[allre
       data[t].assign(3, rank() + int64_t(t));
       handles.push_back(kolo::allreduce_async(names[t], kolo::view(data[t]), {ReduceOp::Sum}));
     }
+    require_all_ok(handles, "odd names");
     for (std::size_t t = 0; t < names.size(); ++t) {
-      require_ok(handles[t]);
       CHECK(data[t][2] == int64_t(size() * (size() - 1) / 2 + size() * t));
     }
   }

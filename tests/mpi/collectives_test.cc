@@ -80,10 +80,10 @@ TEST_CASE("broadcast copies the root's buffer to every rank, from every root, ev
         buffers.push_back(std::move(b));
         what.push_back({d, root});
       }
+    require_all_ok(handles, "broadcasts");
     for (std::size_t k = 0; k < handles.size(); ++k) {
       const auto [d, root] = what[k];
       INFO("root " << root << " dtype " << kolo::dtype_name(d));
-      require_ok(handles[k]);
       for (int64_t i = 0; i < 21; ++i) REQUIRE(buffers[k]->get(i) == small_value(root, i, root + round));
     }
   }

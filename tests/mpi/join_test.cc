@@ -1,5 +1,6 @@
 // join: a rank that has run out of data joins; the others' allreduces proceed with the
 // joined ranks contributing zeros (average still divides by size()).
+#include <future>
 #include <memory>
 #include <thread>
 
@@ -13,46 +14,71 @@ namespace {
 
 double step_value(int r, int step, int64_t i) { return double((r + 1) * (i % 5 + 1) + step); }
 
+// kolo::join() blocks until every rank has joined; bound it so that a rank that failed
+// early cannot hang the others for good (shutdown aborts a join left behind).
+void bounded_join() {
+  auto done = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> result = done->get_future();
+  std::thread([done] {
+    try {
+      kolo::join();
+      done->set_value("");
+    } catch (const std::exception& e) {
+      done->set_value(e.what());
+    }
+  }).detach();
+  if (result.wait_for(kOpTimeout) != std::future_status::ready) FAIL("join() did not return in time");
+  const std::string error = result.get();
+  INFO(error);
+  REQUIRE(error.empty());
+}
+
 }  // namespace
 
 TEST_CASE("join: rank r runs r+1 steps; later steps reduce over the ranks still active",
           "[join]") {
   const int n = size();
   const int64_t len = 37;
+  // No REQUIRE before join(): a rank that skipped it would leave the others waiting.
   for (int step = 0; step <= rank(); ++step) {
     std::vector<float> sum(len), avg(len);
     std::vector<int32_t> ints(len);
     for (int64_t i = 0; i < len; ++i) sum[i] = avg[i] = float(step_value(rank(), step, i));
     for (int64_t i = 0; i < len; ++i) ints[i] = int32_t(step_value(rank(), step, i));
-    const std::string s = std::to_string(step);
-    kolo::Handle hs = kolo::allreduce_async("join/sum/" + s, kolo::view(sum), {ReduceOp::Sum});
-    kolo::Handle ha = kolo::allreduce_async("join/avg/" + s, kolo::view(avg), {ReduceOp::Average});
-    kolo::Handle hi = kolo::allreduce_async("join/int/" + s, kolo::view(ints), {ReduceOp::Sum});
-    // Two more small sums, fused with join/sum on the active ranks and replaced by zeros
-    // inside the fusion buffer on the joined ones.
+    // Small sums that fuse with each other: on a joined rank their zeros are written into
+    // the fusion buffer.
     std::vector<float> f1(5, float(rank() + 1)), f2(3, float(10 * (rank() + 1)));
-    kolo::Handle h1 = kolo::allreduce_async("join/fused1/" + s, kolo::view(f1), {ReduceOp::Sum});
-    kolo::Handle h2 = kolo::allreduce_async("join/fused2/" + s, kolo::view(f2), {ReduceOp::Sum});
-    require_ok(h1, "join/fused1/" + s);
-    require_ok(h2, "join/fused2/" + s);
-    double active = 0;  // sum of (q + 1) over the ranks still active
+    std::vector<int32_t> i1(4, rank() + 1), i2(6, 100 * (rank() + 1));
+    const std::string s = std::to_string(step);
+    const std::vector<kolo::Handle> handles = {
+        kolo::allreduce_async("join/sum/" + s, kolo::view(sum), {ReduceOp::Sum}),
+        kolo::allreduce_async("join/avg/" + s, kolo::view(avg), {ReduceOp::Average}),
+        kolo::allreduce_async("join/int/" + s, kolo::view(ints), {ReduceOp::Sum}),
+        kolo::allreduce_async("join/fused1/" + s, kolo::view(f1), {ReduceOp::Sum}),
+        kolo::allreduce_async("join/fused2/" + s, kolo::view(f2), {ReduceOp::Sum}),
+        kolo::allreduce_async("join/ifused1/" + s, kolo::view(i1), {ReduceOp::Sum}),
+        kolo::allreduce_async("join/ifused2/" + s, kolo::view(i2), {ReduceOp::Sum})};
+    for (const kolo::Handle& h : handles) {
+      const kolo::Status st = h.wait_for(kOpTimeout);
+      INFO("step " << step << ": " << code_name(st.code()) << " " << st.message());
+      CHECK(st.ok());
+    }
+    double active = 0;  // sum of (q + 1) over the ranks still active (q >= step)
     for (int q = step; q < n; ++q) active += q + 1;
+    INFO("rank " << rank() << " step " << step);
     CHECK(f1 == std::vector<float>(5, float(active)));
     CHECK(f2 == std::vector<float>(3, float(10 * active)));
-    require_ok(hs, "join/sum/" + s);
-    require_ok(ha, "join/avg/" + s);
-    require_ok(hi, "join/int/" + s);
+    CHECK(i1 == std::vector<int32_t>(4, int32_t(active)));
+    CHECK(i2 == std::vector<int32_t>(6, int32_t(100 * active)));
+    int64_t bad = 0;
     for (int64_t i = 0; i < len; ++i) {
-      // Ranks q >= step are still active at this step; the others contribute zeros.
-      double want = 0;
+      double want = 0;  // ranks that have joined contribute zeros
       for (int q = step; q < n; ++q) want += step_value(q, step, i);
-      INFO("rank " << rank() << " step " << step << " element " << i);
-      REQUIRE(sum[i] == float(want));
-      REQUIRE(ints[i] == int32_t(want));
-      REQUIRE(avg[i] == Approx(want / n).epsilon(1e-6));
+      if (sum[i] != float(want) || ints[i] != int32_t(want) || avg[i] != Approx(want / n).epsilon(1e-6)) ++bad;
     }
+    CHECK(bad == 0);
   }
-  kolo::join();  // returns once every rank has joined
+  bounded_join();
 
   // Afterwards every rank takes part again.
   std::vector<float> after(8, float(rank() + 1));
@@ -74,12 +100,13 @@ TEST_CASE("join: allreduce of cached tensors proceeds with joined ranks contribu
   if (rank() != 0) {
     for (int round = 0; round < 3; ++round) {
       std::fill(v.begin(), v.end(), double(rank() + 1));
-      require_ok(kolo::allreduce_async("join/cached", kolo::view(v), {ReduceOp::Sum}));
-      INFO("round " << round);
-      REQUIRE(v[15] == double(n * (n + 1) / 2 - 1));
+      const kolo::Status st = kolo::allreduce_async("join/cached", kolo::view(v), {ReduceOp::Sum}).wait_for(kOpTimeout);
+      INFO("round " << round << ": " << st.message());
+      CHECK(st.ok());
+      CHECK(v[15] == double(n * (n + 1) / 2 - 1));
     }
   }
-  kolo::join();
+  bounded_join();
 }
 
 TEST_CASE("join: collectives other than allreduce fail while a rank has joined", "[join][errors]") {
@@ -88,7 +115,7 @@ TEST_CASE("join: collectives other than allreduce fail while a rank has joined",
     return;
   }
   if (rank() == 0) {
-    kolo::join();
+    bounded_join();
     return;
   }
   std::vector<int32_t> b(3, rank());
@@ -96,7 +123,7 @@ TEST_CASE("join: collectives other than allreduce fail while a rank has joined",
   CHECK(s.code() == kolo::StatusCode::InvalidArgument);
   CHECK_THAT(s.message(), Catch::Matchers::Contains("join/bcast") && Catch::Matchers::Contains("joined"));
   CHECK(b == std::vector<int32_t>(3, rank()));  // untouched
-  kolo::join();
+  bounded_join();
 }
 
 TEST_CASE("join twice on one rank is rejected while the first is pending", "[join][errors]") {
@@ -118,6 +145,6 @@ TEST_CASE("join twice on one rank is rejected while the first is pending", "[joi
     joiner.join();
   } else {
     world_barrier();
-    kolo::join();
+    bounded_join();
   }
 }

@@ -3,8 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <mpi.h>
@@ -15,7 +17,7 @@
 namespace kolo_test {
 
 // No operation in these tests may take longer; a hang fails the test instead.
-inline constexpr std::chrono::seconds kOpTimeout{60};
+inline constexpr std::chrono::seconds kOpTimeout{30};
 
 inline const char* code_name(kolo::StatusCode c) {
   switch (c) {
@@ -45,6 +47,23 @@ inline void require_ok(const kolo::Handle& h, const std::string& what = "") {
   REQUIRE(s.ok());
 }
 
+// Waits for every handle before anything is checked, so that a failed check never leaves
+// an operation in flight on memory that the test is about to free. Then requires all ok.
+inline void require_all_ok(const std::vector<kolo::Handle>& handles, const std::string& what = "") {
+  const auto deadline = std::chrono::steady_clock::now() + kOpTimeout;
+  std::vector<kolo::Status> status;
+  for (const kolo::Handle& h : handles) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    status.push_back(h.valid() ? h.wait_for(std::max(left, std::chrono::milliseconds(1)))
+                               : kolo::Status(kolo::StatusCode::InvalidArgument, "invalid handle"));
+  }
+  for (std::size_t i = 0; i < status.size(); ++i) {
+    INFO(what << " handle " << i << " of " << status.size() << ": " << code_name(status[i].code()) << " "
+              << status[i].message());
+    REQUIRE(status[i].ok());
+  }
+}
+
 // A handle that failed before it was enqueued is already done when returned.
 inline kolo::Status immediate_failure(const kolo::Handle& h) {
   REQUIRE(h.valid());
@@ -55,7 +74,18 @@ inline kolo::Status immediate_failure(const kolo::Handle& h) {
 inline int rank() { return kolo::rank(); }
 inline int size() { return kolo::size(); }
 
-// Keeps ranks in step between phases of a test (outside kolo, on MPI_COMM_WORLD).
-inline void world_barrier() { MPI_Barrier(MPI_COMM_WORLD); }
+// Keeps ranks in step between phases of a test (outside kolo, on MPI_COMM_WORLD). Bounded:
+// if another rank left the test early, this one fails instead of waiting forever.
+inline void world_barrier(std::chrono::seconds timeout = 2 * kOpTimeout) {
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (std::chrono::steady_clock::now() > deadline) FAIL("the other ranks did not reach the barrier in time");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
 
 }  // namespace kolo_test

@@ -68,9 +68,11 @@ TEST_CASE("stress: 300 tensors submitted in a different random order on every ra
       handles[t] = kolo::allreduce_async(s.name, buffers[t]->view(), {s.op});
     }
     std::shuffle(order.begin(), order.end(), rng);
+    std::vector<kolo::Handle> in_wait_order;
+    for (int t : order) in_wait_order.push_back(handles[t]);
+    require_all_ok(in_wait_order, "stress round " + std::to_string(round));
     for (int t : order) {
       INFO("tensor " << all[t].name << " round " << round);
-      require_ok(handles[t]);
       int64_t bad = 0, first = -1;
       for (int64_t i = 0; i < all[t].elements; ++i)
         if (buffers[t]->get(i) != expected(all[t], t, i, round)) {
@@ -108,15 +110,14 @@ TEST_CASE("stress: mixed collectives in flight together on every rank", "[stress
       });
     }
     std::shuffle(submit.begin(), submit.end(), rng);
-    for (auto& s : submit) s();
+    std::vector<kolo::Handle> all;
+    for (auto& s : submit) all.push_back(s());
+    require_all_ok(all, "mixed collectives");
     for (int t = 0; t < 40; ++t) {
-      require_ok(ar_h[t]);
       REQUIRE(ar[t].back() == float(n * (n - 1) / 2 + n * t));
     }
     for (int t = 0; t < 10; ++t) {
-      require_ok(bc_h[t]);
       REQUIRE(bc[t] == std::vector<int32_t>(3 + t, 1000 * t + round));
-      require_ok(ag_h[t]);
       const auto* p = static_cast<const int64_t*>(ag_h[t].output().data);
       REQUIRE(ag_h[t].output().shape == std::vector<int64_t>{2 * n});
       for (int q = 0; q < n; ++q) REQUIRE((p[2 * q] == q * 10 + t && p[2 * q + 1] == q * 10 + t));

@@ -126,3 +126,75 @@ TEST_CASE("response bytes count every fused tensor", "[fusion]") {
   CHECK(kolo::response_bytes(r) == 64);
   CHECK(kolo::response_bytes(ar("h", 7, kolo::DType::BFloat16)) == 14);
 }
+
+namespace {
+
+kolo::Request cached_request(std::string name, int64_t elements, kolo::DType dtype = kolo::DType::Float32,
+                             kolo::ReduceOp op = kolo::ReduceOp::Sum, kolo::OpType type = kolo::OpType::Allreduce) {
+  kolo::Request r;
+  r.name = std::move(name);
+  r.type = type;
+  r.dtype = dtype;
+  r.op = op;
+  r.shape = {elements};
+  return r;
+}
+
+}  // namespace
+
+// The cached path plans from Requests, the negotiated path from Responses: both must pack
+// a sequence identically, or ranks would disagree on the fused buffers.
+TEST_CASE("fusion plan packs cached requests exactly as negotiated responses", "[fusion]") {
+  std::vector<kolo::Request> requests;
+  for (int i = 0; i < 60; ++i) {
+    const auto dtype = i % 9 == 4 ? kolo::DType::Float16 : kolo::DType::Float32;
+    const auto op = i % 13 == 7 ? kolo::ReduceOp::Max : kolo::ReduceOp::Sum;
+    const auto type = i % 17 == 5 ? kolo::OpType::Broadcast : kolo::OpType::Allreduce;
+    kolo::Request r = cached_request("c" + std::to_string(i), 1 + (i * 53) % 700, dtype, op, type);
+    if (i % 11 == 3) r.prescale = 0.5;
+    requests.push_back(r);
+  }
+  for (int64_t threshold : {int64_t{0}, int64_t{1000}, int64_t{4096}, int64_t{1} << 20}) {
+    INFO("threshold " << threshold);
+    const kolo::FusionOptions o = options(threshold, 2000);
+    kolo::FusionPlan from_requests(o), from_responses(o);
+    std::vector<std::size_t> idx_req, idx_resp;
+    for (const auto& q : requests) {
+      idx_req.push_back(from_requests.add(q, q.name));
+      kolo::Response r;
+      r.type = q.type;
+      r.names = {q.name};
+      r.element_counts = {q.num_elements()};
+      r.dtype = q.dtype;
+      r.op = q.op;
+      r.prescale = q.prescale;
+      r.postscale = q.postscale;
+      idx_resp.push_back(from_responses.add(r));
+    }
+    CHECK(idx_req == idx_resp);
+    const auto a = from_requests.take(), b = from_responses.take();
+    CHECK(groups_of(a) == groups_of(b));
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].element_counts == b[i].element_counts);
+      CHECK(a[i].dtype == b[i].dtype);
+      CHECK(a[i].op == b[i].op);
+      CHECK(a[i].prescale == b[i].prescale);
+      CHECK(a[i].type == b[i].type);
+    }
+    if (threshold == 0) CHECK(a.size() == requests.size());
+    else CHECK(a.size() < requests.size());
+  }
+}
+
+TEST_CASE("fusion plan returns the index of the response holding each tensor", "[fusion]") {
+  kolo::FusionPlan plan(options(1000));
+  CHECK(plan.add(cached_request("a", 100), "a") == 0u);
+  CHECK(plan.add(cached_request("b", 100), "b") == 0u);
+  CHECK(plan.add(cached_request("c", 200), "c") == 1u);  // 400 + 400 + 800 > 1000
+  CHECK(plan.add(cached_request("d", 10, kolo::DType::Float64), "d") == 2u);
+  CHECK(plan.add(cached_request("e", 10, kolo::DType::Float64), "e") == 2u);
+  const auto fused = plan.take();
+  CHECK(groups_of(fused) == Groups{{"a", "b"}, {"c"}, {"d", "e"}});
+  CHECK(fused[2].element_counts == std::vector<int64_t>{10, 10});
+}
