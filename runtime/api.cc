@@ -206,6 +206,9 @@ void init(MPI_Comm comm) {
   MPI_Initialized(&initialized);
   if (!initialized)
     throw Error(StatusCode::InvalidArgument, "kolo: init(MPI_Comm) needs MPI to be initialised by the program");
+  if (comm == MPI_COMM_NULL)
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: init(MPI_Comm) was given MPI_COMM_NULL (is this rank outside the split?)");
   require_thread_multiple();
   start(comm, false, config);
 }

@@ -158,7 +158,9 @@ int64_t kolo_output_bytes(kolo_handle h) {
   kolo::Handle handle;
   if (!lookup(h, handle)) return fail("kolo: unknown handle " + std::to_string(h));
   if (!handle.ready()) return -1;
-  return static_cast<int64_t>(handle.output().num_bytes());
+  const kolo::TensorView result = handle.output();
+  if (result.data == nullptr && result.shape.empty()) return 0;  // an operation without a result
+  return static_cast<int64_t>(result.num_bytes());
 }
 
 int kolo_wait_output(kolo_handle h, void* output, int64_t output_bytes, int64_t* first_dim) {
@@ -168,6 +170,9 @@ int kolo_wait_output(kolo_handle h, void* output, int64_t output_bytes, int64_t*
   release(h);
   if (!status.ok()) return fail(status.message());
   const kolo::TensorView result = handle.output();
+  if (result.data == nullptr && result.shape.empty())
+    return fail("kolo: handle " + std::to_string(h) +
+                " has no result to copy (only allgather, alltoall and reducescatter have one)");
   if (static_cast<int64_t>(result.num_bytes()) > output_bytes)
     return fail("kolo: result has " + std::to_string(result.num_bytes()) + " bytes but the buffer holds " +
                 std::to_string(output_bytes));

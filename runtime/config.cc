@@ -84,11 +84,12 @@ Config config_from_environment(const EnvLookup& env) {
         parse_integer(v->first, v->second, 0, "a byte count >= 0 (0 disables fusion)");
   if (auto v = lookup(env, "CYCLE_TIME"))
     config.cycle_time_ms = parse_number(v->first, v->second, 0, "milliseconds >= 0, e.g. 1 or 0.5");
-  if (auto v = lookup(env, "CACHE_CAPACITY"))
-    config.cache_capacity = static_cast<int>(
-        parse_integer(v->first, v->second, 0, "a tensor count >= 0 (0 disables the cache)"));
-  if (config.cache_capacity > (1 << 20))
-    reject("KOLO_CACHE_CAPACITY", std::to_string(config.cache_capacity), "at most 1048576");
+  if (auto v = lookup(env, "CACHE_CAPACITY")) {
+    const std::string expected = "a tensor count from 0 (no cache) to 1048576";
+    const int64_t capacity = parse_integer(v->first, v->second, 0, expected);
+    if (capacity > (1 << 20)) reject(v->first, v->second, expected);
+    config.cache_capacity = static_cast<int>(capacity);
+  }
   if (auto v = lookup(env, "TIMELINE")) config.timeline_path = v->second;
   if (auto v = lookup(env, "STALL_CHECK_TIME_SECONDS"))
     config.stall_check_seconds = parse_number(v->first, v->second, 0, "seconds >= 0");

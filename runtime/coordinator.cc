@@ -79,6 +79,13 @@ Response error_response(const std::string& name, OpType type, StatusCode code,
 
 }  // namespace
 
+// Any rank's request for a pending name (at least one rank has submitted it).
+const Request& Coordinator::submitted_request(const Pending& p) {
+  for (const auto& request : p.by_rank)
+    if (request) return *request;
+  throw std::logic_error("kolo: pending tensor without a request");
+}
+
 Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}
 
 void Coordinator::add(int rank, const RequestList& list, Clock::time_point now) {
@@ -160,8 +167,7 @@ std::vector<Response> Coordinator::take_ready() {
   for (const auto& [name, p] : pending_) {
     if (!complete(p)) continue;
     ready.push_back({p.sequence, name});
-    const Request& any = **std::find_if(p.by_rank.begin(), p.by_rank.end(),
-                                        [](const auto& r) { return r.has_value(); });
+    const Request& any = submitted_request(p);
     if (!any.group.empty()) ++group_members_ready[any.group];
   }
   std::sort(ready.begin(), ready.end());
@@ -172,8 +178,7 @@ std::vector<Response> Coordinator::take_ready() {
   std::set<std::string> groups_emitted;
   for (const auto& [sequence, name] : ready) {
     const Pending& p = pending_.at(name);
-    const Request& any = **std::find_if(p.by_rank.begin(), p.by_rank.end(),
-                                        [](const auto& r) { return r.has_value(); });
+    const Request& any = submitted_request(p);
     if (any.group.empty()) {
       responses.push_back(build_response(name, p));
       continue;
@@ -182,8 +187,7 @@ std::vector<Response> Coordinator::take_ready() {
     groups_emitted.insert(any.group);
     for (const auto& [s2, member] : ready) {
       const Pending& q = pending_.at(member);
-      const Request& m = **std::find_if(q.by_rank.begin(), q.by_rank.end(),
-                                        [](const auto& r) { return r.has_value(); });
+      const Request& m = submitted_request(q);
       if (m.group == any.group) responses.push_back(build_response(member, q));
     }
   }
@@ -203,10 +207,7 @@ Coordinator::StallReport Coordinator::inspect_stalls(Clock::time_point now,
     const std::string seconds =
         std::to_string(static_cast<long>(std::chrono::duration<double>(waited).count()));
     if (fail_after.count() > 0 && waited >= fail_after) {
-      const OpType type = std::find_if(p.by_rank.begin(), p.by_rank.end(),
-                                       [](const auto& r) { return r.has_value(); })
-                              ->value()
-                              .type;
+      const OpType type = submitted_request(p).type;
       report.failures.push_back(error_response(
           name, type, StatusCode::Stalled,
           "kolo: tensor '" + name + "' was not submitted by rank(s) " + rank_list(missing) +
@@ -218,6 +219,24 @@ Coordinator::StallReport Coordinator::inspect_stalls(Clock::time_point now,
                                 " s for rank(s) " + rank_list(missing) +
                                 " to submit it (stalled: is a rank skipping this collective?)");
     }
+  }
+  // A group runs as one unit, so it fails as one: members that every rank did submit
+  // would otherwise wait forever for the member that failed.
+  std::set<std::string> failed_groups;
+  for (const std::string& name : failed) {
+    const Pending& p = pending_.at(name);
+    const Request& any = submitted_request(p);
+    if (!any.group.empty()) failed_groups.insert(any.group);
+  }
+  for (const auto& [name, p] : pending_) {
+    if (std::find(failed.begin(), failed.end(), name) != failed.end()) continue;
+    const Request& any = submitted_request(p);
+    if (any.group.empty() || !failed_groups.count(any.group)) continue;
+    report.failures.push_back(error_response(
+        name, any.type, StatusCode::Stalled,
+        "kolo: tensor '" + name + "' belongs to group '" + any.group +
+            "', whose other members were not submitted by every rank in time; failing the group"));
+    failed.push_back(name);
   }
   for (const std::string& name : failed) pending_.erase(name);
   return report;

@@ -47,6 +47,7 @@ class Coordinator {
     bool warned = false;
   };
 
+  static const Request& submitted_request(const Pending& p);
   bool complete(const Pending& p) const;
   std::vector<int> missing_ranks(const Pending& p) const;
   Response build_response(const std::string& name, const Pending& p) const;

@@ -18,12 +18,31 @@ constexpr std::chrono::seconds kPartialSlotTimeout{1};
 
 // Settings that change what ranks send must be equal everywhere: rank 0's win.
 void agree_on_settings(Config& config, MPI_Comm comm) {
-  int64_t values[3] = {config.fusion_threshold_bytes, config.cache_capacity,
-                       config.allreduce_chunk_bytes};
-  ops::check_mpi(MPI_Bcast(values, 3, MPI_INT64_T, 0, comm), "MPI_Bcast (settings)");
+  int64_t values[4] = {config.fusion_threshold_bytes, config.cache_capacity,
+                       config.allreduce_chunk_bytes, config.autotune ? 1 : 0};
+  ops::check_mpi(MPI_Bcast(values, 4, MPI_INT64_T, 0, comm), "MPI_Bcast (settings)");
   config.fusion_threshold_bytes = values[0];
   config.cache_capacity = static_cast<int>(values[1]);
   config.allreduce_chunk_bytes = values[2];
+  config.autotune = values[3] != 0;
+}
+
+// Rank 0 opens the timeline; if it cannot, every rank fails init() with its reason
+// (instead of the others waiting for a rank 0 that never starts).
+void open_timeline(Timeline& timeline, const Config& config, MPI_Comm comm, int rank) {
+  std::string error;
+  if (rank == 0 && !config.timeline_path.empty()) {
+    try {
+      timeline.open(config.timeline_path, rank);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  int length = static_cast<int>(error.size());
+  ops::check_mpi(MPI_Bcast(&length, 1, MPI_INT, 0, comm), "MPI_Bcast (timeline)");
+  error.resize(static_cast<std::size_t>(length));
+  ops::check_mpi(MPI_Bcast(error.data(), length, MPI_CHAR, 0, comm), "MPI_Bcast (timeline)");
+  if (!error.empty()) throw Error(StatusCode::InvalidArgument, error);
 }
 
 Request request_for(const Response& r, std::size_t i) {
@@ -57,8 +76,7 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
       static_cast<int64_t>(config_.control_timeout_seconds * 1000.0));
   backend_ = ops::make_mpi_backend(*context_, options);
   control_ = ops::make_mpi_control_channel(*context_, options);
-  if (!config_.timeline_path.empty() && context_->rank() == 0)
-    timeline_.open(config_.timeline_path, context_->rank());
+  open_timeline(timeline_, config_, context_->comm(), context_->rank());
   executor_ = std::make_unique<Executor>(*backend_, context_->rank(), context_->size(), timeline_);
   fusion_.threshold_bytes = config_.fusion_threshold_bytes;
   fusion_.unfused_min_bytes = config_.allreduce_chunk_bytes > 0

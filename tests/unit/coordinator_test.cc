@@ -290,11 +290,18 @@ TEST_CASE("coordinator does not treat a group member waiting for its group as st
   const auto t0 = Clock::now();
   c.add(0, list_of({a, b}), t0);
   c.add(1, list_of({a}), t0);
-  auto report = c.inspect_stalls(t0 + 100s, 1s, 50s);
+  auto warned = c.inspect_stalls(t0 + 10s, 1s, 50s);
   // grp/b is missing rank 1 and is reported; grp/a is complete and only waits for grp/b.
-  REQUIRE(report.failures.size() == 1);
+  REQUIRE(warned.warnings.size() == 1);
+  CHECK_THAT(warned.warnings[0], Contains("grp/b") && Contains("rank(s) 1"));
+  // When grp/b fails, grp/a fails with it (the group runs, or fails, as one unit), with a
+  // message that says why rather than blaming a rank.
+  auto report = c.inspect_stalls(t0 + 100s, 1s, 50s);
+  REQUIRE(report.failures.size() == 2);
   CHECK(report.failures[0].names == std::vector<std::string>{"grp/b"});
   CHECK_THAT(report.failures[0].error_message, Contains("rank(s) 1"));
+  CHECK(report.failures[1].names == std::vector<std::string>{"grp/a"});
+  CHECK_THAT(report.failures[1].error_message, Contains("group"));
 }
 
 // Rank 0 groups {a, b}, rank 1 groups {a, c}: 'a' is complete but its group never will be.
