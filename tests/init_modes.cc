@@ -327,6 +327,9 @@ int autotune() {
   g_rank = kolo::rank();
   if (g_rank == 0) std::remove(log_path);
   const int n = kolo::size();
+  // Every rank tunes, whatever its own environment says: rank 0's KOLO_AUTOTUNE wins, as
+  // the other settings that change what ranks send do.
+  EXPECT(kolo::describe_configuration().find("KOLO_AUTOTUNE = 1") != std::string::npos);
   // Mixed sizes so that both the fusion threshold and the piece size matter.
   std::vector<std::vector<float>> tensors;
   for (int t = 0; t < 24; ++t) tensors.emplace_back(t % 4 == 0 ? (1 << 20) + t : 3000 + 1000 * t);

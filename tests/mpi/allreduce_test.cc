@@ -380,14 +380,40 @@ TEST_CASE("grouped allreduce rejects inconsistent arguments on every handle", "[
   }
 }
 
-TEST_CASE("configuration in effect is what the environment says", "[config]") {
-  const std::string d = kolo::describe_configuration();
-  for (const char* name : {"FUSION_THRESHOLD", "CACHE_CAPACITY", "STALL_CHECK_TIME_SECONDS"}) {
-    const char* v = std::getenv((std::string("KOLO_") + name).c_str());
-    if (v == nullptr) v = std::getenv((std::string("HOROVOD_") + name).c_str());
-    if (v == nullptr) continue;
-    INFO(d);
-    CHECK_THAT(d, Catch::Matchers::Contains(std::string("KOLO_") + name + " = " + v));
+namespace {
+
+// The "KOLO_X = value" line of a describe_configuration() text.
+std::string setting_line(const std::string& described, const std::string& variable) {
+  const auto at = described.find(variable + " = ");
+  if (at == std::string::npos) return "";
+  return described.substr(at, described.find('\n', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("configuration in effect is rank 0's environment, on every rank", "[config]") {
+  const std::string mine = kolo::describe_configuration();
+  // Rank 0's description, sent to everybody.
+  std::string root = mine;
+  int length = static_cast<int>(root.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  root.resize(length);
+  MPI_Bcast(root.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+  // Settings that change what ranks send must be the same everywhere.
+  for (const char* variable : {"KOLO_FUSION_THRESHOLD", "KOLO_CACHE_CAPACITY", "KOLO_ALLREDUCE_CHUNK_BYTES",
+                               "KOLO_AUTOTUNE"}) {
+    INFO("rank " << rank() << "'s configuration:\n" << mine);
+    CHECK(setting_line(mine, variable) == setting_line(root, variable));
+    CHECK_FALSE(setting_line(mine, variable).empty());
+  }
+  if (rank() == 0) {  // and they are what rank 0's environment says
+    for (const char* name : {"FUSION_THRESHOLD", "CACHE_CAPACITY", "ALLREDUCE_CHUNK_BYTES", "STALL_CHECK_TIME_SECONDS"}) {
+      const char* v = std::getenv((std::string("KOLO_") + name).c_str());
+      if (v == nullptr) v = std::getenv((std::string("HOROVOD_") + name).c_str());
+      if (v == nullptr) continue;
+      INFO(mine);
+      CHECK(setting_line(mine, std::string("KOLO_") + name) == std::string("KOLO_") + name + " = " + v);
+    }
   }
 }
 

@@ -215,7 +215,7 @@ TEST_CASE("C API last error is per thread", "[c_api][errors]") {
 
 // kolo_output_bytes is for results owned by the handle (allgather, alltoall,
 // reducescatter); an allreduce handle has none and must not report a size.
-TEST_CASE("C API reports no output bytes for an allreduce handle", "[c_api][!mayfail]") {
+TEST_CASE("C API reports no output bytes for an allreduce handle", "[c_api]") {
   float x[3] = {1, 2, 3};
   const int64_t shape[1] = {3};
   const kolo_handle h = kolo_allreduce_async("c/nooutput", x, x, KOLO_FLOAT32, 1, shape, KOLO_SUM, 1, 1, -1);
