@@ -11,14 +11,18 @@
 //   KOLO_TIMELINE=/no/such/dir/t.json mpirun -np 2 kolo_init_modes bad-timeline
 //   mpirun -np 2 kolo_init_modes c-api-wait-output-misuse
 //   KOLO_AUTOTUNE=1 KOLO_AUTOTUNE_LOG=/tmp/a.csv mpirun -np 2 kolo_init_modes autotune
+//   KOLO_CONTROL_TIMEOUT_SECONDS=2 mpirun -np 2 kolo_init_modes hung-rank
 //   KOLO_X=bad mpirun -np 2 kolo_init_modes config-error KOLO_X
 //
 // Exit code 0 when every check passed on this rank; failures are printed with the rank.
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -379,6 +383,51 @@ int autotune() {
   return g_failures;
 }
 
+// A rank that stops answering (rank 1 stops itself with SIGSTOP; rank 0 resumes it
+// later): rank 0's operation fails with CommFailure within KOLO_CONTROL_TIMEOUT_SECONDS
+// (set short by CTest) instead of hanging, and afterwards both ranks still shut kolo down
+// and finalise MPI cleanly.
+int hung_rank(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  g_rank = world_rank();
+  EXPECT(world_size() == 2);
+  int pid = static_cast<int>(::getpid());
+  std::vector<int> pids(world_size());
+  MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  const char* timeout_text = std::getenv("KOLO_CONTROL_TIMEOUT_SECONDS");
+  EXPECT(timeout_text != nullptr);
+  const double timeout = timeout_text ? std::atof(timeout_text) : 300;
+  kolo::init();
+  std::vector<float> v(4, 1.0f);
+  EXPECT(kolo::allreduce_async("hung/warmup", kolo::view(v), {kolo::ReduceOp::Sum})
+             .wait_for(std::chrono::seconds(30))
+             .ok());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 1) {
+    ::raise(SIGSTOP);  // until rank 0 sends SIGCONT
+    const kolo::Status s = kolo::allreduce_async("hung/op", kolo::view(v), {kolo::ReduceOp::Sum})
+                               .wait_for(std::chrono::seconds(30));
+    EXPECT(!s.ok());  // rank 0 has given up on this job's collectives
+    EXPECT(s.code() != kolo::StatusCode::Pending);
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    const kolo::Status s = kolo::allreduce_async("hung/op", kolo::view(v), {kolo::ReduceOp::Sum})
+                               .wait_for(std::chrono::seconds(30));
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ::kill(pids[1], SIGCONT);
+    std::printf("rank 0: %s after %.1f s\n", s.message().c_str(), took);
+    EXPECT(s.code() == kolo::StatusCode::CommFailure);
+    EXPECT(s.message().find("hung/op") != std::string::npos);
+    EXPECT(took < timeout + 10);
+  }
+  std::fflush(stdout);
+  kolo::shutdown();
+  MPI_Finalize();
+  if (g_failures == 0) std::printf("rank %d: shut down and finalised cleanly\n", g_rank);
+  return g_failures;
+}
+
 int config_error(const char* variable) {
   try {
     kolo::init();
@@ -408,13 +457,14 @@ int main(int argc, char** argv) {
     else if (mode == "shutdown-aborts") failures = shutdown_aborts();
     else if (mode == "c-api") failures = c_api();
     else if (mode == "autotune") failures = autotune();
+    else if (mode == "hung-rank") failures = hung_rank(argc, argv);
     else if (mode == "null-comm") failures = null_comm(argc, argv);
     else if (mode == "bad-timeline") failures = bad_timeline(argc, argv);
     else if (mode == "c-api-wait-output-misuse") failures = c_api_wait_output_misuse();
     else if (mode == "config-error" && argc > 2) failures = config_error(argv[2]);
     else {
       std::fprintf(stderr, "usage: %s kolo-owns|program-owns|low-thread-level|subcomm|topology|"
-                           "shutdown-aborts|c-api|autotune|null-comm|bad-timeline|c-api-wait-output-misuse|"
+                           "shutdown-aborts|c-api|autotune|hung-rank|null-comm|bad-timeline|c-api-wait-output-misuse|"
                            "config-error VARIABLE\n", argv[0]);
       return 2;
     }
