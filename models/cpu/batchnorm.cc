@@ -1,0 +1,91 @@
+// Batch-norm kernels, one channel per task: statistics are accumulated in double so that
+// large batches lose nothing to float summation.
+#include "cpu_backend.h"
+#include "thread_pool.h"
+
+namespace kolo::models::cpu {
+
+void CpuBackend::channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum,
+                              double* sum_sq) {
+  parallel_for(c, [&](int64_t begin, int64_t end, int) {
+    for (int64_t ch = begin; ch < end; ++ch) {
+      double s = 0, sq = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* p = x + (i * c + ch) * hw;
+        float fs = 0, fsq = 0;  // a plane's sum in float (vectorised), the total in double
+        for (int64_t j = 0; j < hw; ++j) {
+          fs += p[j];
+          fsq += p[j] * p[j];
+        }
+        s += fs;
+        sq += fsq;
+      }
+      sum[ch] = s;
+      sum_sq[ch] = sq;
+    }
+  });
+}
+
+void CpuBackend::batchnorm_apply(int64_t n, int64_t c, int64_t hw, const float* x, const float* mean,
+                                 const float* inv_std, const float* gamma, const float* beta,
+                                 float* y) {
+  parallel_for(c, [&](int64_t begin, int64_t end, int) {
+    for (int64_t ch = begin; ch < end; ++ch) {
+      const float scale = inv_std[ch] * gamma[ch];
+      const float shift = beta[ch] - mean[ch] * scale;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* p = x + (i * c + ch) * hw;
+        float* q = y + (i * c + ch) * hw;
+        for (int64_t j = 0; j < hw; ++j) q[j] = p[j] * scale + shift;
+      }
+    }
+  });
+}
+
+void CpuBackend::batchnorm_grad_sums(int64_t n, int64_t c, int64_t hw, const float* x,
+                                     const float* dy, const float* mean, const float* inv_std,
+                                     double* sum_dy, double* sum_dy_xhat) {
+  parallel_for(c, [&](int64_t begin, int64_t end, int) {
+    for (int64_t ch = begin; ch < end; ++ch) {
+      double s = 0, sx = 0;
+      const float m = mean[ch];
+      for (int64_t i = 0; i < n; ++i) {
+        const float* p = x + (i * c + ch) * hw;
+        const float* g = dy + (i * c + ch) * hw;
+        float fs = 0, fsx = 0;
+        for (int64_t j = 0; j < hw; ++j) {
+          fs += g[j];
+          fsx += g[j] * (p[j] - m);
+        }
+        s += fs;
+        sx += fsx;
+      }
+      sum_dy[ch] = s;
+      sum_dy_xhat[ch] = sx * inv_std[ch];
+    }
+  });
+}
+
+void CpuBackend::batchnorm_backward_input(int64_t n, int64_t c, int64_t hw, const float* x,
+                                          const float* dy, const float* mean, const float* inv_std,
+                                          const float* gamma, const double* sum_dy,
+                                          const double* sum_dy_xhat, double count, float* dx) {
+  parallel_for(c, [&](int64_t begin, int64_t end, int) {
+    for (int64_t ch = begin; ch < end; ++ch) {
+      const float istd = inv_std[ch];
+      const float k = gamma[ch] * istd;
+      const float mean_dy = static_cast<float>(sum_dy[ch] / count);
+      // xhat·mean(dy·xhat) = (x - mean)·istd·mean(dy·xhat)
+      const float slope = static_cast<float>(sum_dy_xhat[ch] / count) * istd;
+      const float m = mean[ch];
+      for (int64_t i = 0; i < n; ++i) {
+        const float* p = x + (i * c + ch) * hw;
+        const float* g = dy + (i * c + ch) * hw;
+        float* d = dx + (i * c + ch) * hw;
+        for (int64_t j = 0; j < hw; ++j) d[j] = k * (g[j] - mean_dy - (p[j] - m) * slope);
+      }
+    }
+  });
+}
+
+}  // namespace kolo::models::cpu

@@ -1,0 +1,205 @@
+// Convolution as im2col + GEMM. Images are processed in groups wide enough (in output
+// pixels) to keep the GEMM efficient even where the feature maps are tiny (ResNet's last
+// stages at 32×32 inputs have 1×1 maps); groups run in parallel, one per thread.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpu_backend.h"
+#include "kolo/models.h"
+#include "eigen.h"
+#include "thread_pool.h"
+
+namespace kolo::models::cpu {
+namespace {
+
+constexpr int64_t kMinGemmColumns = 256;
+
+// Column matrix of one image: row (c, r, s), columns [offset, offset + P*Q) of a
+// row-major matrix with `ld` columns.
+void im2col(const ConvShape& s, const float* x, float* col, int64_t ld, int64_t offset) {
+  const int64_t P = s.out_height(), Q = s.out_width(), K = s.kernel;
+  for (int64_t c = 0; c < s.in_channels; ++c) {
+    const float* plane = x + c * s.height * s.width;
+    for (int64_t r = 0; r < K; ++r) {
+      for (int64_t k = 0; k < K; ++k) {
+        float* row = col + ((c * K + r) * K + k) * ld + offset;
+        // Output columns q whose input column q*stride - padding + k lies inside the image.
+        const int64_t shift = k - s.padding;
+        const int64_t q_begin = std::clamp<int64_t>((-shift + s.stride - 1) / s.stride, 0, Q);
+        const int64_t q_end = std::clamp<int64_t>((s.width - shift + s.stride - 1) / s.stride, q_begin, Q);
+        for (int64_t p = 0; p < P; ++p) {
+          float* out = row + p * Q;
+          const int64_t ih = p * s.stride - s.padding + r;
+          if (ih < 0 || ih >= s.height) {
+            std::fill(out, out + Q, 0.0f);
+            continue;
+          }
+          const float* in = plane + ih * s.width + shift;
+          std::fill(out, out + q_begin, 0.0f);
+          if (s.stride == 1) {
+            std::memcpy(out + q_begin, in + q_begin, sizeof(float) * (q_end - q_begin));
+          } else {
+            for (int64_t q = q_begin; q < q_end; ++q) out[q] = in[q * s.stride];
+          }
+          std::fill(out + q_end, out + Q, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: adds the column matrix back into the image gradient.
+void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, float* dx) {
+  const int64_t P = s.out_height(), Q = s.out_width(), K = s.kernel;
+  for (int64_t c = 0; c < s.in_channels; ++c) {
+    float* plane = dx + c * s.height * s.width;
+    for (int64_t r = 0; r < K; ++r) {
+      for (int64_t k = 0; k < K; ++k) {
+        const float* row = col + ((c * K + r) * K + k) * ld + offset;
+        const int64_t shift = k - s.padding;
+        const int64_t q_begin = std::clamp<int64_t>((-shift + s.stride - 1) / s.stride, 0, Q);
+        const int64_t q_end = std::clamp<int64_t>((s.width - shift + s.stride - 1) / s.stride, q_begin, Q);
+        for (int64_t p = 0; p < P; ++p) {
+          const int64_t ih = p * s.stride - s.padding + r;
+          if (ih < 0 || ih >= s.height) continue;
+          float* out = plane + ih * s.width + shift;
+          const float* in = row + p * Q;
+          for (int64_t q = q_begin; q < q_end; ++q) out[q * s.stride] += in[q];
+        }
+      }
+    }
+  }
+}
+
+struct Grouping {
+  int64_t images_per_group, groups;
+};
+
+Grouping group_images(const ConvShape& s) {
+  const int64_t pixels = std::max<int64_t>(1, s.out_height() * s.out_width());
+  const int64_t per_group = std::clamp<int64_t>((kMinGemmColumns + pixels - 1) / pixels, 1, s.batch);
+  return {per_group, (s.batch + per_group - 1) / per_group};
+}
+
+bool is_pointwise(const ConvShape& s) { return s.kernel == 1 && s.stride == 1 && s.padding == 0; }
+
+// Per-thread scratch, grown on demand and kept between calls.
+std::vector<float>& scratch(int which) {
+  thread_local std::vector<float> buffers[3];
+  return buffers[which];
+}
+float* scratch(int which, int64_t count) {
+  std::vector<float>& b = scratch(which);
+  if (static_cast<int64_t>(b.size()) < count) b.resize(static_cast<std::size_t>(count));
+  return b.data();
+}
+
+}  // namespace
+
+void CpuBackend::conv2d_forward(const ConvShape& s, const float* x, const float* w, const float* b,
+                                float* y) {
+  const int64_t PQ = s.out_height() * s.out_width(), HW = s.height * s.width;
+  const int64_t CRS = s.in_channels * s.kernel * s.kernel, K = s.out_channels;
+  const Grouping g = group_images(s);
+  const ConstMatrixMap weights(w, K, CRS);
+  parallel_for(g.groups, [&](int64_t begin, int64_t end, int) {
+    for (int64_t group = begin; group < end; ++group) {
+      const int64_t n0 = group * g.images_per_group;
+      const int64_t images = std::min(g.images_per_group, s.batch - n0);
+      const int64_t cols = images * PQ;
+      const float* col;
+      if (images == 1 && is_pointwise(s)) {
+        col = x + n0 * s.in_channels * HW;
+      } else {
+        float* buffer = scratch(0, CRS * cols);
+        for (int64_t i = 0; i < images; ++i)
+          im2col(s, x + (n0 + i) * s.in_channels * HW, buffer, cols, i * PQ);
+        col = buffer;
+      }
+      float* out = images == 1 ? y + n0 * K * PQ : scratch(1, K * cols);
+      MatrixMap(out, K, cols).noalias() = weights * ConstMatrixMap(col, CRS, cols);
+      for (int64_t i = 0; i < images; ++i) {
+        float* yn = y + (n0 + i) * K * PQ;
+        for (int64_t k = 0; k < K; ++k) {
+          float* dst = yn + k * PQ;
+          if (images > 1) std::memcpy(dst, out + k * cols + i * PQ, sizeof(float) * PQ);
+          if (b != nullptr)
+            for (int64_t j = 0; j < PQ; ++j) dst[j] += b[k];
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
+                                 float* dx, float* dw, float* db) {
+  const int64_t PQ = s.out_height() * s.out_width(), HW = s.height * s.width;
+  const int64_t CRS = s.in_channels * s.kernel * s.kernel, K = s.out_channels;
+  const Grouping g = group_images(s);
+  const ConstMatrixMap weights(w, K, CRS);
+  const int threads = num_threads();
+  // Each thread sums its groups' weight gradients privately; they are added at the end.
+  std::vector<std::vector<float>> dw_partial(static_cast<std::size_t>(threads));
+  std::vector<std::vector<double>> db_partial(static_cast<std::size_t>(threads));
+  parallel_for(g.groups, [&](int64_t begin, int64_t end, int thread) {
+    // Thread 0 accumulates straight into dw; the others into their own buffers.
+    std::vector<float>& dw_t = dw_partial[static_cast<std::size_t>(thread)];
+    if (thread > 0) dw_t.assign(static_cast<std::size_t>(K * CRS), 0.0f);
+    std::vector<double>& db_t = db_partial[static_cast<std::size_t>(thread)];
+    db_t.assign(static_cast<std::size_t>(K), 0.0);
+    MatrixMap dw_map(thread > 0 ? dw_t.data() : dw, K, CRS);
+    for (int64_t group = begin; group < end; ++group) {
+      const int64_t n0 = group * g.images_per_group;
+      const int64_t images = std::min(g.images_per_group, s.batch - n0);
+      const int64_t cols = images * PQ;
+      const bool pointwise_single = images == 1 && is_pointwise(s);
+      const float* col;
+      if (pointwise_single) {
+        col = x + n0 * s.in_channels * HW;
+      } else {
+        float* buffer = scratch(0, CRS * cols);
+        for (int64_t i = 0; i < images; ++i)
+          im2col(s, x + (n0 + i) * s.in_channels * HW, buffer, cols, i * PQ);
+        col = buffer;
+      }
+      const float* dyc = dy + n0 * K * PQ;
+      if (images > 1) {  // gather the group's output gradients into K × cols
+        float* buffer = scratch(1, K * cols);
+        for (int64_t i = 0; i < images; ++i)
+          for (int64_t k = 0; k < K; ++k)
+            std::memcpy(buffer + k * cols + i * PQ, dy + ((n0 + i) * K + k) * PQ, sizeof(float) * PQ);
+        dyc = buffer;
+      }
+      const ConstMatrixMap dy_map(dyc, K, cols);
+      dw_map.noalias() += dy_map * ConstMatrixMap(col, CRS, cols).transpose();
+      if (db != nullptr)
+        for (int64_t k = 0; k < K; ++k) {
+          double sum = 0;
+          for (int64_t j = 0; j < cols; ++j) sum += dyc[k * cols + j];
+          db_t[static_cast<std::size_t>(k)] += sum;
+        }
+      if (dx == nullptr) continue;
+      if (pointwise_single) {
+        MatrixMap(dx + n0 * s.in_channels * HW, CRS, cols).noalias() = weights.transpose() * dy_map;
+        continue;
+      }
+      float* dcol = scratch(2, CRS * cols);
+      MatrixMap(dcol, CRS, cols).noalias() = weights.transpose() * dy_map;
+      for (int64_t i = 0; i < images; ++i) {
+        float* dxn = dx + (n0 + i) * s.in_channels * HW;
+        std::fill(dxn, dxn + s.in_channels * HW, 0.0f);
+        col2im(s, dcol, cols, i * PQ, dxn);
+      }
+    }
+  });
+  for (int t = 0; t < threads; ++t) {
+    const std::vector<float>& part = dw_partial[static_cast<std::size_t>(t)];
+    for (std::size_t i = 0; i < part.size(); ++i) dw[i] += part[i];
+    if (db != nullptr)
+      for (std::size_t k = 0; k < db_partial[static_cast<std::size_t>(t)].size(); ++k)
+        db[k] += static_cast<float>(db_partial[static_cast<std::size_t>(t)][k]);
+  }
+}
+
+}  // namespace kolo::models::cpu

@@ -1,0 +1,86 @@
+// ReLU, max pooling, residual adds: memory-bound loops, split across threads by range.
+#include <algorithm>
+#include <limits>
+
+#include "cpu_backend.h"
+#include "thread_pool.h"
+
+namespace kolo::models::cpu {
+namespace {
+// Below this many elements a loop is not worth waking the other threads for.
+constexpr int64_t kParallelElements = 1 << 15;
+
+template <typename F>
+void for_range(int64_t count, F&& body) {
+  if (count < kParallelElements) {
+    body(0, count);
+    return;
+  }
+  parallel_for(count, [&](int64_t begin, int64_t end, int) { body(begin, end); });
+}
+}  // namespace
+
+void CpuBackend::relu_forward(int64_t count, float* x) {
+  for_range(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  });
+}
+
+void CpuBackend::relu_backward(int64_t count, const float* y, const float* dy, float* dx) {
+  for_range(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  });
+}
+
+void CpuBackend::add_into(int64_t count, float* a, const float* b) {
+  for_range(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) a[i] += b[i];
+  });
+}
+
+void CpuBackend::maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax) {
+  const int64_t P = s.out_height(), Q = s.out_width();
+  parallel_for(s.batch * s.channels, [&](int64_t begin, int64_t end, int) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* in = x + plane * s.height * s.width;
+      float* out = y + plane * P * Q;
+      int32_t* arg = argmax + plane * P * Q;
+      for (int64_t p = 0; p < P; ++p) {
+        for (int64_t q = 0; q < Q; ++q) {
+          float best = -std::numeric_limits<float>::infinity();
+          int32_t best_index = -1;
+          for (int64_t r = 0; r < s.kernel; ++r) {
+            const int64_t ih = p * s.stride - s.padding + r;
+            if (ih < 0 || ih >= s.height) continue;
+            for (int64_t k = 0; k < s.kernel; ++k) {
+              const int64_t iw = q * s.stride - s.padding + k;
+              if (iw < 0 || iw >= s.width) continue;
+              const float v = in[ih * s.width + iw];
+              // Strictly greater: ties go to the first maximum, as in PyTorch. NaN wins.
+              if (v > best || best_index < 0 || v != v) {
+                best = v;
+                best_index = static_cast<int32_t>(ih * s.width + iw);
+              }
+            }
+          }
+          out[p * Q + q] = best;
+          arg[p * Q + q] = best_index;
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::maxpool_backward(const PoolShape& s, const float* dy, const int32_t* argmax,
+                                  float* dx) {
+  const int64_t PQ = s.out_height() * s.out_width(), HW = s.height * s.width;
+  parallel_for(s.batch * s.channels, [&](int64_t begin, int64_t end, int) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      float* d = dx + plane * HW;
+      std::fill(d, d + HW, 0.0f);
+      for (int64_t i = 0; i < PQ; ++i) d[argmax[plane * PQ + i]] += dy[plane * PQ + i];
+    }
+  });
+}
+
+}  // namespace kolo::models::cpu

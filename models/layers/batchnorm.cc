@@ -1,0 +1,81 @@
+// BatchNorm2d with PyTorch's semantics: normalise with the batch's biased variance, update
+// running_var with the unbiased one, running = (1 - momentum)·running + momentum·batch.
+#include <cmath>
+
+#include "kolo/models.h"
+#include "models/backend.h"
+
+namespace kolo::models {
+
+BatchNorm2d::BatchNorm2d(const BatchNormOptions& options) : options_(options) {
+  weight_ = &add_parameter("weight", {options.channels});
+  bias_ = &add_parameter("bias", {options.channels});
+  weight_->value.fill(1.0f);
+  running_mean_ = &add_buffer("running_mean", Tensor({options.channels}));
+  running_var_ = &add_buffer("running_var", Tensor::full({options.channels}, 1.0f));
+  num_batches_tracked_ = &add_buffer("num_batches_tracked", Tensor(std::vector<int64_t>{}));
+}
+
+Tensor BatchNorm2d::forward(const Tensor& input) {
+  const int64_t C = options_.channels;
+  if (input.ndim() != 4 || input.dim(1) != C)
+    throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name + " expects (N, " + std::to_string(C) +
+                                                 ", H, W), got " + shape_string(input.shape()));
+  const int64_t N = input.dim(0), HW = input.dim(2) * input.dim(3);
+  Tensor y(input.shape());
+  mean_ = Tensor({C});
+  inv_std_ = Tensor({C});
+  if (!is_training()) {
+    for (int64_t c = 0; c < C; ++c) {
+      mean_[c] = (*running_mean_)[c];
+      inv_std_[c] = static_cast<float>(1.0 / std::sqrt(double((*running_var_)[c]) + options_.eps));
+    }
+  } else {
+    // [Σx per channel | Σx² per channel | count]: one vector so SyncBatchNorm reduces it at once.
+    std::vector<double> stats(static_cast<std::size_t>(2 * C + 1));
+    compute().channel_sums(N, C, HW, input.data(), stats.data(), stats.data() + C);
+    stats[static_cast<std::size_t>(2 * C)] = double(N * HW);
+    if (reducer_) reducer_(stats);
+    count_ = stats[static_cast<std::size_t>(2 * C)];
+    if (count_ <= 1)
+      throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name +
+                                                   " in training mode needs more than one value per channel");
+    const float m = static_cast<float>(options_.momentum);
+    for (int64_t c = 0; c < C; ++c) {
+      const double mean = stats[static_cast<std::size_t>(c)] / count_;
+      const double var = std::max(0.0, stats[static_cast<std::size_t>(C + c)] / count_ - mean * mean);
+      mean_[c] = static_cast<float>(mean);
+      inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + options_.eps));
+      (*running_mean_)[c] = (1 - m) * (*running_mean_)[c] + m * static_cast<float>(mean);
+      (*running_var_)[c] = (1 - m) * (*running_var_)[c] + m * static_cast<float>(var * count_ / (count_ - 1));
+    }
+    (*num_batches_tracked_)[0] += 1;
+    input_ = input;
+  }
+  compute().batchnorm_apply(N, C, HW, input.data(), mean_.data(), inv_std_.data(), weight_->value.data(),
+                            bias_->value.data(), y.data());
+  return y;
+}
+
+Tensor BatchNorm2d::backward(const Tensor& grad_output) {
+  const int64_t C = options_.channels, N = input_.dim(0), HW = input_.dim(2) * input_.dim(3);
+  std::vector<double> sums(static_cast<std::size_t>(2 * C));
+  compute().batchnorm_grad_sums(N, C, HW, input_.data(), grad_output.data(), mean_.data(),
+                                inv_std_.data(), sums.data(), sums.data() + C);
+  // The parameter gradients are this rank's; the input gradient needs the global sums.
+  for (int64_t c = 0; c < C; ++c) {
+    bias_->grad[c] += static_cast<float>(sums[static_cast<std::size_t>(c)]);
+    weight_->grad[c] += static_cast<float>(sums[static_cast<std::size_t>(C + c)]);
+  }
+  if (reducer_) reducer_(sums);
+  Tensor dx(input_.shape());
+  compute().batchnorm_backward_input(N, C, HW, input_.data(), grad_output.data(), mean_.data(),
+                                     inv_std_.data(), weight_->value.data(), sums.data(),
+                                     sums.data() + C, count_, dx.data());
+  input_ = Tensor();
+  grad_ready(*weight_);
+  grad_ready(*bias_);
+  return dx;
+}
+
+}  // namespace kolo::models

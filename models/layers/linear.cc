@@ -1,0 +1,34 @@
+#include "kolo/models.h"
+#include "models/backend.h"
+
+namespace kolo::models {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool bias) {
+  weight_ = &add_parameter("weight", {out_features, in_features});
+  if (bias) bias_ = &add_parameter("bias", {out_features});
+}
+
+Tensor Linear::forward(const Tensor& input) {
+  const int64_t out = weight_->value.dim(0), in = weight_->value.dim(1);
+  if (input.ndim() != 2 || input.dim(1) != in)
+    throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name + " expects (N, " + std::to_string(in) +
+                                                 "), got " + shape_string(input.shape()));
+  Tensor y({input.dim(0), out});
+  compute().linear_forward(input.dim(0), in, out, input.data(), weight_->value.data(),
+                           bias_ ? bias_->value.data() : nullptr, y.data());
+  if (is_training()) input_ = input;
+  return y;
+}
+
+Tensor Linear::backward(const Tensor& grad_output) {
+  const int64_t out = weight_->value.dim(0), in = weight_->value.dim(1);
+  Tensor dx(input_.shape());
+  compute().linear_backward(input_.dim(0), in, out, input_.data(), weight_->value.data(), grad_output.data(),
+                            dx.data(), weight_->grad.data(), bias_ ? bias_->grad.data() : nullptr);
+  input_ = Tensor();
+  if (bias_) grad_ready(*bias_);
+  grad_ready(*weight_);
+  return dx;
+}
+
+}  // namespace kolo::models

@@ -1,0 +1,86 @@
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kolo/models.h"
+
+namespace kolo::models {
+namespace {
+
+std::shared_ptr<float> allocate(int64_t count) {
+  const std::size_t bytes = ((static_cast<std::size_t>(count) * sizeof(float) + 63) / 64) * 64;
+  if (bytes == 0) return nullptr;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return std::shared_ptr<float>(static_cast<float*>(p), [](float* q) { std::free(q); });
+}
+
+int64_t count_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error(StatusCode::InvalidArgument, "kolo: negative dimension in shape " + shape_string(shape));
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Tensor::Tensor(std::vector<int64_t> shape) : shape_(std::move(shape)) {
+  numel_ = count_of(shape_);
+  storage_ = allocate(numel_);
+  data_ = storage_.get();
+  if (numel_ > 0) std::memset(data_, 0, static_cast<std::size_t>(numel_) * sizeof(float));
+}
+
+Tensor Tensor::full(std::vector<int64_t> shape, float value) {
+  Tensor t(std::move(shape));
+  t.fill(value);
+  return t;
+}
+
+Tensor Tensor::from(std::vector<int64_t> shape, const std::vector<float>& values) {
+  Tensor t(std::move(shape));
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    throw Error(StatusCode::InvalidArgument, "kolo: " + std::to_string(values.size()) +
+                                                 " values do not fill shape " + shape_string(t.shape()));
+  if (!values.empty()) std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(shape_);
+  if (numel_ > 0) std::memcpy(t.data_, data_, static_cast<std::size_t>(numel_) * sizeof(float));
+  return t;
+}
+
+Tensor Tensor::reshape(std::vector<int64_t> shape) const {
+  if (count_of(shape) != numel_)
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: cannot reshape " + shape_string(shape_) + " to " + shape_string(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+void Tensor::fill(float value) {
+  for (int64_t i = 0; i < numel_; ++i) data_[i] = value;
+}
+
+void Tensor::copy_from(const Tensor& other) {
+  if (other.numel_ != numel_)
+    throw Error(StatusCode::InvalidArgument, "kolo: cannot copy " + shape_string(other.shape_) +
+                                                 " into " + shape_string(shape_));
+  if (numel_ > 0 && other.data_ != data_)
+    std::memcpy(data_, other.data_, static_cast<std::size_t>(numel_) * sizeof(float));
+}
+
+TensorView Tensor::view() { return TensorView{data_, DType::Float32, shape_, Device::cpu()}; }
+
+}  // namespace kolo::models
