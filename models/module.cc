@@ -84,6 +84,11 @@ void Module::grad_ready(Parameter& p) {
   if (hook_) hook_(p);
 }
 
+void Sequential::set_needs_input_grad(bool on) {
+  Module::set_needs_input_grad(on);
+  if (!layers_.empty()) layers_.front()->set_needs_input_grad(on);
+}
+
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
   for (Module* layer : layers_) x = layer->forward(x);

@@ -34,6 +34,8 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(std::vector<int64_t> shape);  // zero-filled
   static Tensor zeros(std::vector<int64_t> shape) { return Tensor(std::move(shape)); }
+  // Contents undefined: for outputs that a kernel overwrites completely.
+  static Tensor uninitialized(std::vector<int64_t> shape);
   static Tensor full(std::vector<int64_t> shape, float value);
   static Tensor from(std::vector<int64_t> shape, const std::vector<float>& values);
 
@@ -105,6 +107,9 @@ class Module {
   bool is_training() const { return training_; }
   void zero_grad();
   void set_grad_ready_hook(GradReadyHook hook);
+  // Whether backward() must return dL/d(input). A net's first layer does not need it
+  // (as PyTorch skips it for inputs that do not require grad); kolo-parity turns it on.
+  virtual void set_needs_input_grad(bool on) { needs_input_grad_ = on; }
 
  protected:
   Parameter& add_parameter(const std::string& name, std::vector<int64_t> shape);
@@ -117,6 +122,7 @@ class Module {
     return ref;
   }
   void grad_ready(Parameter& p);  // call when p.grad is final for this backward
+  bool needs_input_grad() const { return needs_input_grad_; }
   virtual void on_train(bool on) {}
 
  private:
@@ -138,6 +144,7 @@ class Module {
   std::vector<Child> children_;
   GradReadyHook hook_;
   bool training_ = true;
+  bool needs_input_grad_ = true;
 };
 
 // Runs its children in order; backward in reverse.
@@ -146,11 +153,13 @@ class Sequential : public Module {
   template <typename M>
   M& add(const std::string& name, std::unique_ptr<M> layer) {
     M& ref = add_child(name, std::move(layer));
+    if (layers_.empty()) ref.set_needs_input_grad(needs_input_grad());
     layers_.push_back(&ref);
     return ref;
   }
   Tensor forward(const Tensor& input) override;
   Tensor backward(const Tensor& grad_output) override;
+  void set_needs_input_grad(bool on) override;
 
  private:
   std::vector<Module*> layers_;
@@ -305,6 +314,7 @@ double accuracy(const Tensor& logits, const std::vector<int32_t>& labels);
 // A whole network: a Module with a name and a description of its input.
 class Net : public Sequential {
  public:
+  Net() { set_needs_input_grad(false); }
   std::string name;
 };
 
@@ -329,3 +339,7 @@ void set_num_threads(int threads);
 int num_threads();
 
 }  // namespace kolo::models
+
+#include "kolo/models/checkpoint.h"
+#include "kolo/models/data.h"
+#include "kolo/models/optim.h"

@@ -65,7 +65,11 @@ void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, fl
           if (ih < 0 || ih >= s.height) continue;
           float* out = plane + ih * s.width + shift;
           const float* in = row + p * Q;
-          for (int64_t q = q_begin; q < q_end; ++q) out[q * s.stride] += in[q];
+          if (s.stride == 1) {
+            for (int64_t q = q_begin; q < q_end; ++q) out[q] += in[q];
+          } else {
+            for (int64_t q = q_begin; q < q_end; ++q) out[q * s.stride] += in[q];
+          }
         }
       }
     }

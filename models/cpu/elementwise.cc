@@ -46,25 +46,26 @@ void CpuBackend::maxpool_forward(const PoolShape& s, const float* x, float* y, i
       float* out = y + plane * P * Q;
       int32_t* arg = argmax + plane * P * Q;
       for (int64_t p = 0; p < P; ++p) {
+        const int64_t h0 = p * s.stride - s.padding;
+        const int64_t r_begin = std::max<int64_t>(0, -h0), r_end = std::min(s.kernel, s.height - h0);
         for (int64_t q = 0; q < Q; ++q) {
-          float best = -std::numeric_limits<float>::infinity();
-          int32_t best_index = -1;
-          for (int64_t r = 0; r < s.kernel; ++r) {
-            const int64_t ih = p * s.stride - s.padding + r;
-            if (ih < 0 || ih >= s.height) continue;
-            for (int64_t k = 0; k < s.kernel; ++k) {
-              const int64_t iw = q * s.stride - s.padding + k;
-              if (iw < 0 || iw >= s.width) continue;
-              const float v = in[ih * s.width + iw];
-              // Strictly greater: ties go to the first maximum, as in PyTorch. NaN wins.
-              if (v > best || best_index < 0 || v != v) {
+          const int64_t w0 = q * s.stride - s.padding;
+          const int64_t k_begin = std::max<int64_t>(0, -w0), k_end = std::min(s.kernel, s.width - w0);
+          int64_t best_index = (h0 + r_begin) * s.width + w0 + k_begin;
+          float best = in[best_index];
+          for (int64_t r = r_begin; r < r_end; ++r) {
+            const int64_t row = (h0 + r) * s.width + w0;
+            for (int64_t k = k_begin; k < k_end; ++k) {
+              const float v = in[row + k];
+              // Strictly greater: ties go to the first maximum, as in PyTorch; NaN wins.
+              if (v > best || (v != v && best == best)) {
                 best = v;
-                best_index = static_cast<int32_t>(ih * s.width + iw);
+                best_index = row + k;
               }
             }
           }
           out[p * Q + q] = best;
-          arg[p * Q + q] = best_index;
+          arg[p * Q + q] = static_cast<int32_t>(best_index);
         }
       }
     }

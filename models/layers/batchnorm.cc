@@ -22,7 +22,7 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
     throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name + " expects (N, " + std::to_string(C) +
                                                  ", H, W), got " + shape_string(input.shape()));
   const int64_t N = input.dim(0), HW = input.dim(2) * input.dim(3);
-  Tensor y(input.shape());
+  Tensor y = Tensor::uninitialized(input.shape());
   mean_ = Tensor({C});
   inv_std_ = Tensor({C});
   if (!is_training()) {
@@ -68,7 +68,7 @@ Tensor BatchNorm2d::backward(const Tensor& grad_output) {
     weight_->grad[c] += static_cast<float>(sums[static_cast<std::size_t>(C + c)]);
   }
   if (reducer_) reducer_(sums);
-  Tensor dx(input_.shape());
+  Tensor dx = Tensor::uninitialized(input_.shape());
   compute().batchnorm_backward_input(N, C, HW, input_.data(), grad_output.data(), mean_.data(),
                                      inv_std_.data(), weight_->value.data(), sums.data(),
                                      sums.data() + C, count_, dx.data());

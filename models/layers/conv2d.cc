@@ -24,7 +24,7 @@ ConvShape conv_shape(const Conv2dOptions& o, const Tensor& x, const std::string&
 
 Tensor Conv2d::forward(const Tensor& input) {
   const ConvShape s = conv_shape(options_, input, weight_->name);
-  Tensor y({s.batch, s.out_channels, s.out_height(), s.out_width()});
+  Tensor y = Tensor::uninitialized({s.batch, s.out_channels, s.out_height(), s.out_width()});
   compute().conv2d_forward(s, input.data(), weight_->value.data(), bias_ ? bias_->value.data() : nullptr,
                            y.data());
   if (is_training()) input_ = input;
@@ -33,8 +33,9 @@ Tensor Conv2d::forward(const Tensor& input) {
 
 Tensor Conv2d::backward(const Tensor& grad_output) {
   const ConvShape s = conv_shape(options_, input_, weight_->name);
-  Tensor dx(input_.shape());
-  compute().conv2d_backward(s, input_.data(), weight_->value.data(), grad_output.data(), dx.data(),
+  Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape()) : Tensor();
+  compute().conv2d_backward(s, input_.data(), weight_->value.data(), grad_output.data(),
+                            needs_input_grad() ? dx.data() : nullptr,
                             weight_->grad.data(), bias_ ? bias_->grad.data() : nullptr);
   input_ = Tensor();
   if (bias_) grad_ready(*bias_);

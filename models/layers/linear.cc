@@ -13,7 +13,7 @@ Tensor Linear::forward(const Tensor& input) {
   if (input.ndim() != 2 || input.dim(1) != in)
     throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name + " expects (N, " + std::to_string(in) +
                                                  "), got " + shape_string(input.shape()));
-  Tensor y({input.dim(0), out});
+  Tensor y = Tensor::uninitialized({input.dim(0), out});
   compute().linear_forward(input.dim(0), in, out, input.data(), weight_->value.data(),
                            bias_ ? bias_->value.data() : nullptr, y.data());
   if (is_training()) input_ = input;
@@ -22,9 +22,9 @@ Tensor Linear::forward(const Tensor& input) {
 
 Tensor Linear::backward(const Tensor& grad_output) {
   const int64_t out = weight_->value.dim(0), in = weight_->value.dim(1);
-  Tensor dx(input_.shape());
+  Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape()) : Tensor();
   compute().linear_backward(input_.dim(0), in, out, input_.data(), weight_->value.data(), grad_output.data(),
-                            dx.data(), weight_->grad.data(), bias_ ? bias_->grad.data() : nullptr);
+                            needs_input_grad() ? dx.data() : nullptr, weight_->grad.data(), bias_ ? bias_->grad.data() : nullptr);
   input_ = Tensor();
   if (bias_) grad_ready(*bias_);
   grad_ready(*weight_);

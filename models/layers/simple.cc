@@ -14,7 +14,7 @@ Tensor ReLU::forward(const Tensor& input) {
 }
 
 Tensor ReLU::backward(const Tensor& grad_output) {
-  Tensor dx(grad_output.shape());
+  Tensor dx = Tensor::uninitialized(grad_output.shape());
   compute().relu_backward(dx.numel(), output_.data(), grad_output.data(), dx.data());
   output_ = Tensor();
   return dx;
@@ -32,7 +32,7 @@ Tensor MaxPool2d::forward(const Tensor& input) {
   const PoolShape s = pool_shape(options_, input.shape());
   if (s.out_height() <= 0 || s.out_width() <= 0)
     throw Error(StatusCode::InvalidArgument, "kolo: MaxPool2d input " + shape_string(input.shape()) + " is too small");
-  Tensor y({s.batch, s.channels, s.out_height(), s.out_width()});
+  Tensor y = Tensor::uninitialized({s.batch, s.channels, s.out_height(), s.out_width()});
   argmax_.resize(static_cast<std::size_t>(y.numel()));
   compute().maxpool_forward(s, input.data(), y.data(), argmax_.data());
   input_shape_ = input.shape();
@@ -40,7 +40,7 @@ Tensor MaxPool2d::forward(const Tensor& input) {
 }
 
 Tensor MaxPool2d::backward(const Tensor& grad_output) {
-  Tensor dx(input_shape_);
+  Tensor dx = Tensor::uninitialized(input_shape_);
   compute().maxpool_backward(pool_shape(options_, input_shape_), grad_output.data(), argmax_.data(), dx.data());
   return dx;
 }
@@ -49,7 +49,7 @@ Tensor GlobalAvgPool::forward(const Tensor& input) {
   if (input.ndim() != 4)
     throw Error(StatusCode::InvalidArgument, "kolo: GlobalAvgPool expects (N, C, H, W), got " + shape_string(input.shape()));
   const int64_t planes = input.dim(0) * input.dim(1), hw = input.dim(2) * input.dim(3);
-  Tensor y({input.dim(0), input.dim(1)});
+  Tensor y = Tensor::uninitialized({input.dim(0), input.dim(1)});
   for (int64_t p = 0; p < planes; ++p) {
     const float* x = input.data() + p * hw;
     double sum = 0;
@@ -61,7 +61,7 @@ Tensor GlobalAvgPool::forward(const Tensor& input) {
 }
 
 Tensor GlobalAvgPool::backward(const Tensor& grad_output) {
-  Tensor dx(input_shape_);
+  Tensor dx = Tensor::uninitialized(input_shape_);
   const int64_t hw = input_shape_[2] * input_shape_[3];
   for (int64_t p = 0; p < grad_output.numel(); ++p) {
     const float g = grad_output[p] / static_cast<float>(hw);
@@ -81,7 +81,7 @@ Tensor Flatten::backward(const Tensor& grad_output) { return grad_output.reshape
 Tensor Dropout::forward(const Tensor& input) {
   if (!is_training() || p_ == 0.0) return input;
   mask_ = Tensor(input.shape());
-  Tensor y(input.shape());
+  Tensor y = Tensor::uninitialized(input.shape());
   std::bernoulli_distribution keep(1.0 - p_);
   const float scale = static_cast<float>(1.0 / (1.0 - p_));
   for (int64_t i = 0; i < input.numel(); ++i) {
@@ -93,7 +93,7 @@ Tensor Dropout::forward(const Tensor& input) {
 
 Tensor Dropout::backward(const Tensor& grad_output) {
   if (mask_.empty()) return grad_output;
-  Tensor dx(grad_output.shape());
+  Tensor dx = Tensor::uninitialized(grad_output.shape());
   for (int64_t i = 0; i < dx.numel(); ++i) dx[i] = grad_output[i] * mask_[i];
   mask_ = Tensor();
   return dx;
@@ -112,7 +112,7 @@ Tensor ZeroPad2d::forward(const Tensor& input) {
 Tensor ZeroPad2d::backward(const Tensor& grad_output) {
   const int64_t N = grad_output.dim(0), C = grad_output.dim(1), p = padding_;
   const int64_t H = grad_output.dim(2) - 2 * p, W = grad_output.dim(3) - 2 * p;
-  Tensor dx({N, C, H, W});
+  Tensor dx = Tensor::uninitialized({N, C, H, W});
   for (int64_t plane = 0; plane < N * C; ++plane)
     for (int64_t h = 0; h < H; ++h)
       std::memcpy(dx.data() + (plane * H + h) * W,

@@ -1,0 +1,40 @@
+// Checkpoints: parameters, buffers, optimizer state, epoch and RNG state in one binary file
+// (format: docs/checkpoint-format.md) with a magic number, a version and a CRC-32, written
+// atomically (temporary file, fsync, rename), so a crash never leaves a half-written
+// checkpoint under the real name. Part of kolo/models.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "optim.h"
+
+namespace kolo::models {
+
+class Module;
+
+struct Checkpoint {
+  std::map<std::string, std::vector<int64_t>> shapes;  // parameter and buffer shapes, by name
+  std::map<std::string, std::vector<float>> tensors;   // parameters and buffers, by name
+  OptimizerState optimizer;
+  std::string optimizer_name;
+  int64_t epoch = 0;
+  std::map<std::string, std::string> rng;  // named RNG states (std::mt19937_64 text form)
+  std::map<std::string, std::string> metadata;
+};
+
+// Collects a module's parameters and buffers (and an optimizer's state, if given).
+Checkpoint make_checkpoint(Module& module, const Optimizer* optimizer, int64_t epoch);
+// Copies parameters and buffers back; throws kolo::Error naming the first missing or
+// mis-shaped tensor.
+void restore(const Checkpoint& checkpoint, Module& module, Optimizer* optimizer);
+
+// Throws kolo::Error with the path and the reason (cannot write, disk full, ...).
+void save_checkpoint(const Checkpoint& checkpoint, const std::string& path);
+// Throws kolo::Error with the path and the reason: missing, not a kolo checkpoint (bad
+// magic), unsupported version, truncated, or corrupt (checksum mismatch).
+Checkpoint load_checkpoint(const std::string& path);
+
+}  // namespace kolo::models

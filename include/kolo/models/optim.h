@@ -1,0 +1,114 @@
+// Optimizers with PyTorch's exact update rules, learning-rate schedules, and their state
+// (saved in checkpoints). Part of kolo/models.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kolo::models {
+
+struct Parameter;
+class Tensor;
+
+// Named tensors and scalars an optimizer needs to resume exactly where it stopped.
+struct OptimizerState {
+  std::map<std::string, std::vector<float>> tensors;  // e.g. "momentum/conv1.weight"
+  std::map<std::string, double> scalars;              // e.g. "step", "lr"
+};
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Parameter*> params) : params_(std::move(params)) {}
+  virtual ~Optimizer() = default;
+
+  // Applies one update from each parameter's grad (torch.optim's step()).
+  virtual void step() = 0;
+  void zero_grad();
+
+  double lr() const { return lr_; }
+  void set_lr(double lr) { lr_ = lr; }
+  const std::vector<Parameter*>& parameters() const { return params_; }
+
+  virtual OptimizerState state() const = 0;
+  // Throws kolo::Error if the state does not fit these parameters.
+  virtual void load_state(const OptimizerState& state) = 0;
+  virtual std::string name() const = 0;
+
+ protected:
+  std::vector<Parameter*> params_;
+  double lr_ = 0;
+};
+
+struct SgdOptions {
+  double lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+};
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Parameter*> params, const SgdOptions& options);
+  void step() override;
+  OptimizerState state() const override;
+  void load_state(const OptimizerState& state) override;
+  std::string name() const override { return "sgd"; }
+
+ private:
+  SgdOptions options_;
+  std::vector<std::vector<float>> momentum_;  // empty until the first step, as in PyTorch
+};
+
+struct AdamOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+};
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Parameter*> params, const AdamOptions& options);
+  void step() override;
+  OptimizerState state() const override;
+  void load_state(const OptimizerState& state) override;
+  std::string name() const override { return "adam"; }
+
+ private:
+  AdamOptions options_;
+  int64_t steps_ = 0;
+  std::vector<std::vector<float>> m_, v_;
+};
+
+struct AdadeltaOptions {
+  double lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0;
+};
+class Adadelta : public Optimizer {
+ public:
+  Adadelta(std::vector<Parameter*> params, const AdadeltaOptions& options);
+  void step() override;
+  OptimizerState state() const override;
+  void load_state(const OptimizerState& state) override;
+  std::string name() const override { return "adadelta"; }
+
+ private:
+  AdadeltaOptions options_;
+  std::vector<std::vector<float>> square_avg_, acc_delta_;
+};
+
+// ---- Learning-rate schedules ------------------------------------------------------------
+// A schedule maps progress (in epochs, fractional: epoch + batch / batches_per_epoch) to a
+// multiplier of the base learning rate; schedules compose by multiplication.
+class LrSchedule {
+ public:
+  virtual ~LrSchedule() = default;
+  virtual double factor(double epoch) const = 0;
+};
+
+// × gamma every step_epochs (torch.optim.lr_scheduler.StepLR).
+std::unique_ptr<LrSchedule> step_schedule(double step_epochs, double gamma);
+// Cosine from 1 to min_factor over total_epochs (CosineAnnealingLR with eta_min = min_factor·lr).
+std::unique_ptr<LrSchedule> cosine_schedule(double total_epochs, double min_factor = 0);
+// Linear from start_factor to 1 over warmup_epochs, then 1 (Goyal et al. warmup uses
+// start_factor = 1/size when the base lr is already scaled by size).
+std::unique_ptr<LrSchedule> linear_warmup(double warmup_epochs, double start_factor);
+// The product of several schedules.
+std::unique_ptr<LrSchedule> compose(std::vector<std::unique_ptr<LrSchedule>> schedules);
+
+}  // namespace kolo::models
