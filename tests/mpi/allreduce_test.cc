@@ -433,6 +433,8 @@ TEST_CASE("allreduce from several caller threads at once", "[allreduce][threads]
       for (int k = 0; k < per_thread; ++k) status[w * per_thread + k] = handles[k].wait_for(kOpTimeout);
     });
   for (auto& t : workers) t.join();
+  for (int t = 0; t < threads * per_thread; ++t)
+    if (status[t].code() == kolo::StatusCode::Pending) abort_on_timeout("threads/" + std::to_string(t));
   for (int t = 0; t < threads * per_thread; ++t) {
     INFO("threads/" << t << ": " << status[t].message());
     REQUIRE(status[t].ok());

@@ -12,7 +12,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// kolo_poll until done, bounded.
+// kolo_poll until done, bounded (the job stops if it is not).
 bool poll_until_done(kolo_handle h) {
   const auto deadline = std::chrono::steady_clock::now() + kOpTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -21,7 +21,7 @@ bool poll_until_done(kolo_handle h) {
     if (p == 1) return true;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  return false;
+  abort_on_timeout("C API handle " + std::to_string(h));
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,7 +19,7 @@
 namespace kolo_test {
 
 // No operation in these tests may take longer; a hang fails the test instead.
-inline constexpr std::chrono::seconds kOpTimeout{30};
+inline constexpr std::chrono::seconds kOpTimeout{90};
 
 inline const char* code_name(kolo::StatusCode c) {
   switch (c) {
@@ -32,12 +34,28 @@ inline const char* code_name(kolo::StatusCode c) {
   return "?";
 }
 
-// Waits (bounded) for the handle; fails the test if it is still pending.
+// An operation still running after its time bound: the test cannot go on (its buffers
+// are still in use by kolo, and the ranks are out of step), so the whole job stops here
+// with a message instead of hanging or reading freed memory.
+[[noreturn]] inline void abort_on_timeout(const std::string& what) {
+  int r = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  std::fprintf(stderr,
+               "kolo_mpi_tests rank %d: FAILED: %s did not finish within %lld s (test case '%s'); "
+               "aborting the job\n",
+               r, what.c_str(), static_cast<long long>(kOpTimeout.count()),
+               Catch::getResultCapture().getCurrentTestName().c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 4);
+  std::abort();
+}
+
+// Waits (bounded) for the handle; stops the job if it is still pending.
 inline kolo::Status finish(const kolo::Handle& h,
                            std::chrono::milliseconds timeout = kOpTimeout) {
   REQUIRE(h.valid());
   const kolo::Status s = h.wait_for(timeout);
-  if (s.code() == kolo::StatusCode::Pending) FAIL("operation did not finish within the time bound");
+  if (s.code() == kolo::StatusCode::Pending) abort_on_timeout("an operation");
   return s;
 }
 
@@ -57,6 +75,9 @@ inline void require_all_ok(const std::vector<kolo::Handle>& handles, const std::
     status.push_back(h.valid() ? h.wait_for(std::max(left, std::chrono::milliseconds(1)))
                                : kolo::Status(kolo::StatusCode::InvalidArgument, "invalid handle"));
   }
+  for (std::size_t i = 0; i < status.size(); ++i)
+    if (status[i].code() == kolo::StatusCode::Pending)
+      abort_on_timeout(what + " handle " + std::to_string(i) + " of " + std::to_string(status.size()));
   for (std::size_t i = 0; i < status.size(); ++i) {
     INFO(what << " handle " << i << " of " << status.size() << ": " << code_name(status[i].code()) << " "
               << status[i].message());
