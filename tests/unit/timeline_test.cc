@@ -203,12 +203,16 @@ TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "
   }
   CHECK(negotiate_ts <= allreduce_ts);
 
-  // Small tensors: fused, with memcpy phases, and a FUSED event listing them.
+  // Small tensors: fused, with memcpy phases, and a FUSED event listing them, never more
+  // bytes than the run's KOLO_FUSION_THRESHOLD.
+  const char* threshold_text = std::getenv("KOLO_TEST_FUSION_THRESHOLD");
+  const int64_t threshold = threshold_text ? std::atoll(threshold_text) : int64_t{64} << 20;
   std::set<std::string> fused_members;
   for (const json& e : doc) {
     if (e.at("ph") != "X" || e.at("name") != "FUSED") continue;
     CHECK(e.at("tid") == 0);
     CHECK(e.at("args").at("bytes").get<int64_t>() > 0);
+    CHECK(e.at("args").at("bytes").get<int64_t>() <= threshold);
     const auto tensors = e.at("args").at("tensors").get<std::vector<std::string>>();
     CHECK(tensors.size() >= 2);
     fused_members.insert(tensors.begin(), tensors.end());
