@@ -215,7 +215,7 @@ TEST_CASE("C API last error is per thread", "[c_api][errors]") {
 
 // kolo_output_bytes is for results owned by the handle (allgather, alltoall,
 // reducescatter); an allreduce handle has none and must not report a size.
-TEST_CASE("C API reports no output bytes for an allreduce handle", "[c_api]") {
+TEST_CASE("C API has no output for an allreduce handle", "[c_api]") {
   float x[3] = {1, 2, 3};
   const int64_t shape[1] = {3};
   const kolo_handle h = kolo_allreduce_async("c/nooutput", x, x, KOLO_FLOAT32, 1, shape, KOLO_SUM, 1, 1, -1);
@@ -224,4 +224,12 @@ TEST_CASE("C API reports no output bytes for an allreduce handle", "[c_api]") {
   const int64_t bytes = kolo_output_bytes(h);
   REQUIRE(kolo_wait(h) == 0);
   CHECK(bytes <= 0);
+  // kolo_wait_output on such a handle is an error with a message, not a crash.
+  const kolo_handle h2 = kolo_allreduce_async("c/nooutput", x, x, KOLO_FLOAT32, 1, shape, KOLO_SUM, 1, 1, -1);
+  REQUIRE(h2 > 0);
+  float out[4] = {-1, -1, -1, -1};
+  CHECK(kolo_wait_output(h2, out, sizeof out, nullptr) != 0);
+  CHECK(std::string(kolo_last_error()).size() > 0);
+  CHECK(out[0] == -1);
+  CHECK(x[2] == 3.0f * size() * size());  // both allreduces ran
 }
