@@ -27,11 +27,15 @@ struct Checkpoint {
 
 // Collects a module's parameters and buffers (and an optimizer's state, if given).
 Checkpoint make_checkpoint(Module& module, const Optimizer* optimizer, int64_t epoch);
-// Copies parameters and buffers back; throws kolo::Error naming the first missing or
-// mis-shaped tensor.
+// Copies parameters and buffers back (and the optimizer state, if an optimizer is given);
+// throws kolo::Error naming the first missing, mis-shaped or unexpected tensor, or an
+// optimizer of another kind. Checks everything first: on error nothing has changed.
+// Epoch, RNG states and metadata are the caller's to read from the checkpoint.
 void restore(const Checkpoint& checkpoint, Module& module, Optimizer* optimizer);
 
-// Throws kolo::Error with the path and the reason (cannot write, disk full, ...).
+// Writes "<path>.tmp.<pid>", fsyncs it, renames it over path and fsyncs the directory; on
+// any error removes the temporary file and throws kolo::Error with the path and the reason
+// (cannot write, disk full, ...). A tensor without an entry in `shapes` is saved as 1-D.
 void save_checkpoint(const Checkpoint& checkpoint, const std::string& path);
 // Throws kolo::Error with the path and the reason: missing, not a kolo checkpoint (bad
 // magic), unsupported version, truncated, or corrupt (checksum mismatch).

@@ -14,6 +14,9 @@ struct Parameter;
 class Tensor;
 
 // Named tensors and scalars an optimizer needs to resume exactly where it stopped.
+// Tensors are "<kind>/<parameter name>": "momentum/…" (SGD), "exp_avg/…" and
+// "exp_avg_sq/…" (Adam), "square_avg/…" and "acc_delta/…" (Adadelta), absent before the
+// first step as in PyTorch. Scalars: "lr" (the current rate), and "step" for Adam.
 struct OptimizerState {
   std::map<std::string, std::vector<float>> tensors;  // e.g. "momentum/conv1.weight"
   std::map<std::string, double> scalars;              // e.g. "step", "lr"
@@ -32,8 +35,11 @@ class Optimizer {
   void set_lr(double lr) { lr_ = lr; }
   const std::vector<Parameter*>& parameters() const { return params_; }
 
+  // State is keyed by parameter name: both throw kolo::Error if two parameters share one.
   virtual OptimizerState state() const = 0;
-  // Throws kolo::Error if the state does not fit these parameters.
+  // Restores the buffers, the step count and lr. Throws kolo::Error naming the tensor if the
+  // state does not fit these parameters (missing, extra, or a different size), and then
+  // changes nothing.
   virtual void load_state(const OptimizerState& state) = 0;
   virtual std::string name() const = 0;
 
@@ -103,7 +109,8 @@ class LrSchedule {
 
 // × gamma every step_epochs (torch.optim.lr_scheduler.StepLR).
 std::unique_ptr<LrSchedule> step_schedule(double step_epochs, double gamma);
-// Cosine from 1 to min_factor over total_epochs (CosineAnnealingLR with eta_min = min_factor·lr).
+// Cosine from 1 to min_factor over total_epochs (CosineAnnealingLR with eta_min = min_factor·lr),
+// then held at min_factor (CosineAnnealingLR would rise again).
 std::unique_ptr<LrSchedule> cosine_schedule(double total_epochs, double min_factor = 0);
 // Linear from start_factor to 1 over warmup_epochs, then 1 (Goyal et al. warmup uses
 // start_factor = 1/size when the base lr is already scaled by size).

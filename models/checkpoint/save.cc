@@ -1,0 +1,232 @@
+// save_checkpoint: serialises a Checkpoint (docs/checkpoint-format.md) and writes it
+// atomically: "<path>.tmp.<pid>" in the same directory, fsync, rename over the target,
+// fsync of the directory. A crash at any point leaves either the old file or the new one
+// under the real name, never a mixture; on any error the temporary file is removed.
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "kolo/models.h"
+#include "models/checkpoint/format.h"
+
+namespace kolo::models {
+namespace {
+using namespace checkpoint_format;
+
+// An operating-system call that failed: which one (with its file) and errno.
+struct OsFailure {
+  std::string what;
+  int error;
+};
+
+// Counts bytes: the first pass over a section, to know its length before writing it.
+struct ByteCounter {
+  uint64_t count = 0;
+  void bytes(const void*, std::size_t n) { count += n; }
+};
+
+// Writes through a 1 MiB buffer and keeps the CRC-32 of everything written.
+class FileSink {
+ public:
+  FileSink(int fd, std::string name) : fd_(fd), name_(std::move(name)) { buffer_.reserve(kBufferBytes); }
+
+  void bytes(const void* data, std::size_t n) {
+    crc_ = crc32_update(crc_, data, n);
+    const char* p = static_cast<const char*>(data);
+    if (buffer_.size() + n > kBufferBytes) flush();
+    if (n >= kBufferBytes) {
+      write_all(p, n);  // large tensors go straight to the file
+    } else {
+      buffer_.insert(buffer_.end(), p, p + n);
+    }
+  }
+  void flush() {
+    write_all(buffer_.data(), buffer_.size());
+    buffer_.clear();
+  }
+  uint32_t crc() const { return crc_; }
+
+ private:
+  static constexpr std::size_t kBufferBytes = 1 << 20;
+  void write_all(const char* p, std::size_t n) {
+    while (n > 0) {
+      const ssize_t written = ::write(fd_, p, n);
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) throw OsFailure{"write " + name_, written < 0 ? errno : EIO};
+      p += written;
+      n -= static_cast<std::size_t>(written);
+    }
+  }
+
+  int fd_;
+  std::string name_;
+  std::vector<char> buffer_;
+  uint32_t crc_ = 0;
+};
+
+// ---- Encoding (the same code counts and writes) ------------------------------------------
+
+template <typename Out>
+void put_u32(Out& out, uint32_t v) {
+  uint8_t b[4];
+  store_le(b, v, 4);
+  out.bytes(b, 4);
+}
+template <typename Out>
+void put_u64(Out& out, uint64_t v) {
+  uint8_t b[8];
+  store_le(b, v, 8);
+  out.bytes(b, 8);
+}
+template <typename Out>
+void put_f64(Out& out, double v) { put_u64(out, std::bit_cast<uint64_t>(v)); }
+template <typename Out>
+void put_string(Out& out, const std::string& s) {
+  put_u64(out, s.size());
+  out.bytes(s.data(), s.size());
+}
+template <typename Out>
+void put_floats(Out& out, const std::vector<float>& values) {
+  put_u64(out, values.size());
+  if constexpr (kHostIsLittleEndian) {
+    out.bytes(values.data(), values.size() * sizeof(float));
+  } else {
+    for (float v : values) put_u32(out, std::bit_cast<uint32_t>(v));
+  }
+}
+template <typename Out>
+void put_strings(Out& out, const std::map<std::string, std::string>& strings) {
+  put_u64(out, strings.size());
+  for (const auto& [key, value] : strings) {
+    put_string(out, key);
+    put_string(out, value);
+  }
+}
+
+[[noreturn]] void invalid(const std::string& path, const std::string& what) {
+  throw Error(StatusCode::InvalidArgument, "kolo: cannot save checkpoint " + path + ": " + what);
+}
+
+// Tensors without a shape are saved as 1-D; a shape must fit its tensor.
+std::vector<int64_t> shape_of(const Checkpoint& c, const std::string& name, const std::string& path) {
+  const std::vector<float>& values = c.tensors.at(name);
+  auto it = c.shapes.find(name);
+  if (it == c.shapes.end()) return {static_cast<int64_t>(values.size())};
+  int64_t numel = 1;
+  for (int64_t d : it->second) {
+    if (d < 0) invalid(path, "tensor '" + name + "' has a negative dimension in " + shape_string(it->second));
+    numel *= d;
+  }
+  if (numel != static_cast<int64_t>(values.size()))
+    invalid(path, "tensor '" + name + "' has shape " + shape_string(it->second) + " but " +
+                      std::to_string(values.size()) + " values");
+  return it->second;
+}
+
+template <typename Out, typename Payload>
+void put_section(Out& out, uint32_t tag, const Payload& payload) {
+  ByteCounter counter;
+  payload(counter);
+  put_u32(out, tag);
+  put_u64(out, counter.count);
+  payload(out);
+}
+
+template <typename Out>
+void put_sections(Out& out, const Checkpoint& c, const std::string& path) {
+  put_section(out, kTensorsTag, [&](auto& o) {
+    put_u64(o, c.tensors.size());
+    for (const auto& [name, values] : c.tensors) {
+      const std::vector<int64_t> shape = shape_of(c, name, path);
+      put_string(o, name);
+      put_u32(o, static_cast<uint32_t>(shape.size()));
+      for (int64_t d : shape) put_u64(o, static_cast<uint64_t>(d));
+      put_floats(o, values);
+    }
+  });
+  put_section(out, kOptimizerTag, [&](auto& o) {
+    put_string(o, c.optimizer_name);
+    put_u64(o, c.optimizer.tensors.size());
+    for (const auto& [name, values] : c.optimizer.tensors) {
+      put_string(o, name);
+      put_floats(o, values);
+    }
+    put_u64(o, c.optimizer.scalars.size());
+    for (const auto& [name, value] : c.optimizer.scalars) {
+      put_string(o, name);
+      put_f64(o, value);
+    }
+  });
+  put_section(out, kEpochTag, [&](auto& o) { put_u64(o, static_cast<uint64_t>(c.epoch)); });
+  put_section(out, kRngTag, [&](auto& o) { put_strings(o, c.rng); });
+  put_section(out, kMetadataTag, [&](auto& o) { put_strings(o, c.metadata); });
+}
+
+// ---- Atomic replacement ---------------------------------------------------------------------
+
+// The temporary file: closed and removed unless it was renamed into place.
+struct TempFile {
+  std::string path;
+  int fd = -1;
+  bool renamed = false;
+  ~TempFile() {
+    if (fd >= 0) ::close(fd);
+    if (!renamed) ::unlink(path.c_str());
+  }
+};
+
+void sync_directory(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw OsFailure{"open directory " + dir, errno};
+  // Some file systems cannot sync a directory (EINVAL); the rename is then as durable as
+  // that file system makes it.
+  const int failed = ::fsync(fd) != 0 && errno != EINVAL ? errno : 0;
+  ::close(fd);
+  if (failed) throw OsFailure{"fsync directory " + dir, failed};
+}
+
+void write_file(const Checkpoint& c, const std::string& path, uint64_t body_bytes) {
+  TempFile temp{path + ".tmp." + std::to_string(::getpid())};
+  temp.fd = ::open(temp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (temp.fd < 0) throw OsFailure{"create " + temp.path, errno};
+
+  FileSink sink(temp.fd, temp.path);
+  uint8_t header[kHeaderBytes];
+  std::memcpy(header, kMagic, 8);
+  store_le(header + 8, kFormatVersion, 4);
+  store_le(header + 12, kHeaderBytes + body_bytes + kTrailerBytes, 8);
+  store_le(header + 20, crc32_update(0, header, 20), 4);
+  sink.bytes(header, sizeof header);
+  put_sections(sink, c, path);
+  put_u32(sink, sink.crc());
+  sink.flush();
+
+  if (::fsync(temp.fd) != 0) throw OsFailure{"fsync " + temp.path, errno};
+  const int fd = temp.fd;
+  temp.fd = -1;
+  if (::close(fd) != 0) throw OsFailure{"close " + temp.path, errno};  // NFS reports late errors here
+  if (::rename(temp.path.c_str(), path.c_str()) != 0) throw OsFailure{"rename " + temp.path, errno};
+  temp.renamed = true;
+  sync_directory(path);
+}
+
+}  // namespace
+
+void save_checkpoint(const Checkpoint& checkpoint, const std::string& path) {
+  // Counting first also checks the checkpoint, before any file is created.
+  ByteCounter body;
+  put_sections(body, checkpoint, path);
+  try {
+    write_file(checkpoint, path, body.count);
+  } catch (const OsFailure& failure) {
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: cannot save checkpoint " + path + ": " + failure.what + ": " + std::strerror(failure.error));
+  }
+}
+
+}  // namespace kolo::models

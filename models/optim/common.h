@@ -1,0 +1,45 @@
+// What the optimizers share (private to models/optim): checks, and saving/loading their
+// buffers by parameter name.
+//
+// An optimizer's state is a set of per-parameter buffers ("momentum/fc.weight") plus a few
+// scalars ("lr", "step"). Loading checks everything before changing anything, so a state
+// that does not fit leaves the optimizer as it was and the error names the tensor.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kolo/models.h"
+
+namespace kolo::models::optim_detail {
+
+// Throws if two parameters share a name: the state is keyed by name, so they would clash.
+void check_unique_names(const std::vector<Parameter*>& params, const std::string& optimizer);
+
+// Adds "<kind>/<parameter name>" for each buffer (nothing while `buffers` is still empty,
+// i.e. before the first step).
+void save_buffers(OptimizerState& state, const std::string& kind, const std::vector<Parameter*>& params,
+                  const std::vector<std::vector<float>>& buffers);
+
+// The "<kind>/..." buffers of `state` in parameter order, or an empty vector if the state
+// has none of them (saved before the first step). Throws kolo::Error naming the tensor if
+// some are missing or a size differs from its parameter's.
+std::vector<std::vector<float>> load_buffers(const OptimizerState& state, const std::string& kind,
+                                             const std::vector<Parameter*>& params, const std::string& optimizer);
+
+// Throws naming the first tensor of `state` whose kind is not one of `kinds` or whose
+// parameter is not one of `params` (a state saved for another net or another optimizer).
+void check_known_tensors(const OptimizerState& state, const std::vector<std::string>& kinds,
+                         const std::vector<Parameter*>& params, const std::string& optimizer);
+
+// The scalar `name`, or `fallback` if the state does not have it.
+double scalar_or(const OptimizerState& state, const std::string& name, double fallback);
+// The scalar "step" as a count: throws unless it is a non-negative integer.
+int64_t step_count(const OptimizerState& state, const std::string& optimizer);
+
+// Throws unless p.grad has as many values as p.value (a hand-made Parameter may lack one).
+void check_grad(const Parameter& p, const std::string& optimizer);
+
+[[noreturn]] void fail(const std::string& optimizer, const std::string& message);
+
+}  // namespace kolo::models::optim_detail

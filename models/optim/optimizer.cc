@@ -1,0 +1,90 @@
+// What every optimizer shares: zero_grad, and saving/loading per-parameter buffers by name
+// (models/optim/common.h).
+#include <cmath>
+#include <set>
+
+#include "models/optim/common.h"
+
+namespace kolo::models {
+
+void Optimizer::zero_grad() {
+  for (Parameter* p : params_) p->grad.fill(0.0f);
+}
+
+namespace optim_detail {
+
+void fail(const std::string& optimizer, const std::string& message) {
+  throw Error(StatusCode::InvalidArgument, "kolo: " + optimizer + " state: " + message);
+}
+
+void check_grad(const Parameter& p, const std::string& optimizer) {
+  if (p.grad.numel() != p.value.numel())
+    throw Error(StatusCode::InvalidArgument, "kolo: " + optimizer + ": parameter " + p.name + " " +
+                                                 shape_string(p.value.shape()) + " has a gradient of " +
+                                                 std::to_string(p.grad.numel()) + " values");
+}
+
+void check_unique_names(const std::vector<Parameter*>& params, const std::string& optimizer) {
+  std::set<std::string> seen;
+  for (const Parameter* p : params)
+    if (!seen.insert(p->name).second)
+      fail(optimizer, "two parameters are named '" + p->name + "'; the state is saved by name, so names must be unique");
+}
+
+void save_buffers(OptimizerState& state, const std::string& kind, const std::vector<Parameter*>& params,
+                  const std::vector<std::vector<float>>& buffers) {
+  for (std::size_t i = 0; i < buffers.size(); ++i) state.tensors[kind + "/" + params[i]->name] = buffers[i];
+}
+
+std::vector<std::vector<float>> load_buffers(const OptimizerState& state, const std::string& kind,
+                                             const std::vector<Parameter*>& params, const std::string& optimizer) {
+  std::vector<std::vector<float>> buffers;
+  std::string first_missing;
+  for (const Parameter* p : params) {
+    const std::string key = kind + "/" + p->name;
+    auto it = state.tensors.find(key);
+    if (it == state.tensors.end()) {
+      if (first_missing.empty()) first_missing = key;
+      continue;
+    }
+    if (static_cast<int64_t>(it->second.size()) != p->value.numel())
+      fail(optimizer, "tensor '" + key + "' has " + std::to_string(it->second.size()) + " values but parameter " +
+                          p->name + " " + shape_string(p->value.shape()) + " has " +
+                          std::to_string(p->value.numel()));
+    buffers.push_back(it->second);
+  }
+  // All or nothing: none means "saved before the first step", some means another net.
+  if (!buffers.empty() && !first_missing.empty()) fail(optimizer, "tensor '" + first_missing + "' is missing");
+  return buffers;
+}
+
+void check_known_tensors(const OptimizerState& state, const std::vector<std::string>& kinds,
+                         const std::vector<Parameter*>& params, const std::string& optimizer) {
+  std::set<std::string> names;
+  for (const Parameter* p : params) names.insert(p->name);
+  for (const auto& [key, values] : state.tensors) {
+    const std::size_t slash = key.find('/');
+    const std::string kind = key.substr(0, slash);
+    bool known_kind = false;
+    for (const std::string& k : kinds) known_kind = known_kind || k == kind;
+    if (slash == std::string::npos || !known_kind)
+      fail(optimizer, "unexpected tensor '" + key + "' (saved by another optimizer or other settings?)");
+    if (!names.count(key.substr(slash + 1)))
+      fail(optimizer, "tensor '" + key + "' belongs to no parameter of this optimizer");
+  }
+}
+
+double scalar_or(const OptimizerState& state, const std::string& name, double fallback) {
+  auto it = state.scalars.find(name);
+  return it == state.scalars.end() ? fallback : it->second;
+}
+
+int64_t step_count(const OptimizerState& state, const std::string& optimizer) {
+  const double step = scalar_or(state, "step", 0);
+  if (!(step >= 0) || step != std::floor(step) || step > 9.0e15)
+    fail(optimizer, "scalar 'step' is " + std::to_string(step) + ", not a step count");
+  return static_cast<int64_t>(step);
+}
+
+}  // namespace optim_detail
+}  // namespace kolo::models

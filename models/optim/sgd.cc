@@ -1,0 +1,70 @@
+// SGD with momentum, dampening, Nesterov and weight decay: torch.optim.SGD's update (1.13),
+// element by element in float32 with the hyper-parameters rounded to float as PyTorch does.
+#include "models/optim/common.h"
+
+namespace kolo::models {
+using namespace optim_detail;
+
+SGD::SGD(std::vector<Parameter*> params, const SgdOptions& options)
+    : Optimizer(std::move(params)), options_(options) {
+  const auto invalid = [](const std::string& what) {
+    throw Error(StatusCode::InvalidArgument, "kolo: sgd: " + what);
+  };
+  if (!(options.lr >= 0)) invalid("invalid learning rate " + std::to_string(options.lr));
+  if (!(options.momentum >= 0)) invalid("invalid momentum " + std::to_string(options.momentum));
+  if (!(options.weight_decay >= 0)) invalid("invalid weight_decay " + std::to_string(options.weight_decay));
+  // As torch.optim.SGD: Nesterov's look-ahead is defined for undampened momentum only.
+  if (options.nesterov && (options.momentum <= 0 || options.dampening != 0))
+    invalid("Nesterov momentum requires a momentum and zero dampening");
+  lr_ = options.lr;
+}
+
+void SGD::step() {
+  const bool use_momentum = options_.momentum != 0;
+  const bool use_decay = options_.weight_decay != 0;
+  const float decay = static_cast<float>(options_.weight_decay);
+  const float momentum = static_cast<float>(options_.momentum);
+  const float keep = static_cast<float>(1 - options_.dampening);  // PyTorch's alpha = 1 - dampening
+  const float neg_lr = static_cast<float>(-lr_);
+  // PyTorch creates the buffer on the first step as a copy of the update (no dampening).
+  const bool first = use_momentum && momentum_.empty();
+  if (first) momentum_.resize(params_.size());
+
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Parameter& param = *params_[i];
+    check_grad(param, name());
+    float* p = param.value.data();
+    const float* g = param.grad.data();
+    const int64_t n = param.value.numel();
+    if (first) momentum_[i].resize(static_cast<std::size_t>(n));
+    float* buf = use_momentum ? momentum_[i].data() : nullptr;
+    for (int64_t j = 0; j < n; ++j) {
+      float d = g[j];
+      if (use_decay) d = d + decay * p[j];
+      if (use_momentum) {
+        buf[j] = first ? d : buf[j] * momentum + keep * d;
+        d = options_.nesterov ? d + momentum * buf[j] : buf[j];
+      }
+      p[j] = p[j] + neg_lr * d;
+    }
+  }
+}
+
+OptimizerState SGD::state() const {
+  check_unique_names(params_, name());
+  OptimizerState state;
+  state.scalars["lr"] = lr_;
+  save_buffers(state, "momentum", params_, momentum_);
+  return state;
+}
+
+void SGD::load_state(const OptimizerState& state) {
+  check_unique_names(params_, name());
+  check_known_tensors(state, options_.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{},
+                      params_, name());
+  std::vector<std::vector<float>> momentum = load_buffers(state, "momentum", params_, name());
+  lr_ = scalar_or(state, "lr", lr_);
+  momentum_ = std::move(momentum);
+}
+
+}  // namespace kolo::models
