@@ -90,7 +90,13 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
   thread_ = std::thread(&Runtime::loop, this);
 }
 
-Runtime::~Runtime() { shutdown(); }
+Runtime::~Runtime() {
+  shutdown();
+  // After a communication failure an operation may still be pending on the communicator
+  // (MPI cannot cancel a collective): freeing it would let MPI_Finalize progress that
+  // operation on freed memory. Leave it to MPI_Finalize instead.
+  if (communication_failed_) context_.release();
+}
 
 Status Runtime::submit(std::vector<TensorEntry> entries) {
   const auto now = Clock::now();
@@ -133,9 +139,11 @@ void Runtime::loop() {
     }
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what());
+    communication_failed_ = e.code() == StatusCode::CommFailure;
     KOLO_LOG(Error) << e.what();
   } catch (const std::exception& e) {
     exit_status = Status(StatusCode::CommFailure, std::string("kolo: internal error: ") + e.what());
+    communication_failed_ = true;
     KOLO_LOG(Error) << exit_status.message();
   }
   fail_everything(exit_status);

@@ -82,6 +82,7 @@ class Runtime {
   TensorQueue queue_;
   std::thread thread_;
   std::atomic<bool> shutdown_requested_{false};
+  bool communication_failed_ = false;  // written by the thread before it ends, read after join
   std::mutex join_mutex_;  // guards join_handle_
   std::shared_ptr<detail::HandleState> join_handle_;
 
