@@ -33,9 +33,12 @@ class Backend {
   virtual void conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
                                float* dx, float* dw, float* db) = 0;
 
-  // Per-channel sums over N, H, W: sum[c] = Σ x, sum_sq[c] = Σ x², as doubles.
-  virtual void channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum,
-                            double* sum_sq) = 0;
+  // Per-channel sums over N, H, W, in double: sum[c] = Σ x. Then, given each channel's
+  // mean, squares[c] = Σ (x - mean[c])² (two passes: E[x²] - E[x]² in float loses
+  // everything when |mean| >> std, as it often is before a ResNet's batch norms).
+  virtual void channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum) = 0;
+  virtual void channel_centered_squares(int64_t n, int64_t c, int64_t hw, const float* x,
+                                        const double* mean, double* squares) = 0;
   // y = (x - mean[c]) * inv_std[c] * gamma[c] + beta[c].
   virtual void batchnorm_apply(int64_t n, int64_t c, int64_t hw, const float* x, const float* mean,
                                const float* inv_std, const float* gamma, const float* beta,

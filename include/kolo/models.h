@@ -203,8 +203,9 @@ class BatchNorm2d : public Module {
   Tensor& running_mean() { return *running_mean_; }
   Tensor& running_var() { return *running_var_; }
 
-  // Hook for SyncBatchNorm: reduces per-channel [sum, sum of squares, count] (forward)
-  // and [sum dy, sum dy*xhat] (backward) across ranks. Null: local statistics.
+  // Hook for SyncBatchNorm: sums a vector of per-channel statistics across ranks, in
+  // place. Called with [Σx | count] and [Σ(x - mean)²] in forward and [Σdy | Σdy·xhat]
+  // in backward. Null: this rank's batch alone.
   using StatsReducer = std::function<void(std::vector<double>& stats)>;
   void set_stats_reducer(StatsReducer reducer) { reducer_ = std::move(reducer); }
 

@@ -5,23 +5,33 @@
 
 namespace kolo::models::cpu {
 
-void CpuBackend::channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum,
-                              double* sum_sq) {
+void CpuBackend::channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum) {
   parallel_for(c, [&](int64_t begin, int64_t end, int) {
     for (int64_t ch = begin; ch < end; ++ch) {
-      double s = 0, sq = 0;
+      double s = 0;
       for (int64_t i = 0; i < n; ++i) {
         const float* p = x + (i * c + ch) * hw;
-        float fs = 0, fsq = 0;  // a plane's sum in float (vectorised), the total in double
-        for (int64_t j = 0; j < hw; ++j) {
-          fs += p[j];
-          fsq += p[j] * p[j];
-        }
-        s += fs;
-        sq += fsq;
+        for (int64_t j = 0; j < hw; ++j) s += p[j];
       }
       sum[ch] = s;
-      sum_sq[ch] = sq;
+    }
+  });
+}
+
+void CpuBackend::channel_centered_squares(int64_t n, int64_t c, int64_t hw, const float* x,
+                                          const double* mean, double* squares) {
+  parallel_for(c, [&](int64_t begin, int64_t end, int) {
+    for (int64_t ch = begin; ch < end; ++ch) {
+      double sq = 0;
+      const double m = mean[ch];
+      for (int64_t i = 0; i < n; ++i) {
+        const float* p = x + (i * c + ch) * hw;
+        for (int64_t j = 0; j < hw; ++j) {
+          const double d = double(p[j]) - m;
+          sq += d * d;
+        }
+      }
+      squares[ch] = sq;
     }
   });
 }
@@ -48,17 +58,14 @@ void CpuBackend::batchnorm_grad_sums(int64_t n, int64_t c, int64_t hw, const flo
   parallel_for(c, [&](int64_t begin, int64_t end, int) {
     for (int64_t ch = begin; ch < end; ++ch) {
       double s = 0, sx = 0;
-      const float m = mean[ch];
+      const double m = mean[ch];
       for (int64_t i = 0; i < n; ++i) {
         const float* p = x + (i * c + ch) * hw;
         const float* g = dy + (i * c + ch) * hw;
-        float fs = 0, fsx = 0;
         for (int64_t j = 0; j < hw; ++j) {
-          fs += g[j];
-          fsx += g[j] * (p[j] - m);
+          s += g[j];
+          sx += double(g[j]) * (double(p[j]) - m);
         }
-        s += fs;
-        sx += fsx;
       }
       sum_dy[ch] = s;
       sum_dy_xhat[ch] = sx * inv_std[ch];

@@ -13,8 +13,9 @@ class CpuBackend final : public Backend {
   void conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
                        float* dx, float* dw, float* db) override;
 
-  void channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum,
-                    double* sum_sq) override;
+  void channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum) override;
+  void channel_centered_squares(int64_t n, int64_t c, int64_t hw, const float* x, const double* mean,
+                                double* squares) override;
   void batchnorm_apply(int64_t n, int64_t c, int64_t hw, const float* x, const float* mean,
                        const float* inv_std, const float* gamma, const float* beta,
                        float* y) override;

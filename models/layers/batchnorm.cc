@@ -31,22 +31,26 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
       inv_std_[c] = static_cast<float>(1.0 / std::sqrt(double((*running_var_)[c]) + options_.eps));
     }
   } else {
-    // [Σx per channel | Σx² per channel | count]: one vector so SyncBatchNorm reduces it at once.
-    std::vector<double> stats(static_cast<std::size_t>(2 * C + 1));
-    compute().channel_sums(N, C, HW, input.data(), stats.data(), stats.data() + C);
-    stats[static_cast<std::size_t>(2 * C)] = double(N * HW);
-    if (reducer_) reducer_(stats);
-    count_ = stats[static_cast<std::size_t>(2 * C)];
+    // Two passes, each one vector so that SyncBatchNorm reduces it across ranks at once:
+    // [Σx per channel | count], then [Σ(x - mean)² per channel].
+    std::vector<double> sums(static_cast<std::size_t>(C + 1));
+    compute().channel_sums(N, C, HW, input.data(), sums.data());
+    sums[static_cast<std::size_t>(C)] = double(N * HW);
+    if (reducer_) reducer_(sums);
+    count_ = sums[static_cast<std::size_t>(C)];
     if (count_ <= 1)
       throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name +
                                                    " in training mode needs more than one value per channel");
+    std::vector<double> mean(static_cast<std::size_t>(C)), squares(static_cast<std::size_t>(C));
+    for (int64_t c = 0; c < C; ++c) mean[static_cast<std::size_t>(c)] = sums[static_cast<std::size_t>(c)] / count_;
+    compute().channel_centered_squares(N, C, HW, input.data(), mean.data(), squares.data());
+    if (reducer_) reducer_(squares);
     const float m = static_cast<float>(options_.momentum);
     for (int64_t c = 0; c < C; ++c) {
-      const double mean = stats[static_cast<std::size_t>(c)] / count_;
-      const double var = std::max(0.0, stats[static_cast<std::size_t>(C + c)] / count_ - mean * mean);
-      mean_[c] = static_cast<float>(mean);
+      const double var = squares[static_cast<std::size_t>(c)] / count_;
+      mean_[c] = static_cast<float>(mean[static_cast<std::size_t>(c)]);
       inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + options_.eps));
-      (*running_mean_)[c] = (1 - m) * (*running_mean_)[c] + m * static_cast<float>(mean);
+      (*running_mean_)[c] = (1 - m) * (*running_mean_)[c] + m * mean_[c];
       (*running_var_)[c] = (1 - m) * (*running_var_)[c] + m * static_cast<float>(var * count_ / (count_ - 1));
     }
     (*num_batches_tracked_)[0] += 1;
