@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -23,7 +24,8 @@ struct Dataset {
   int64_t image_size() const { return channels * height * width; }
 };
 
-// images/labels: IDX files (".gz" is decompressed with zlib). classes: labels must be below.
+// images/labels: IDX files, plain or gzip (recognised by its magic bytes, whatever the name).
+// classes: labels must be below.
 Dataset load_idx(const std::string& images_path, const std::string& labels_path, int64_t classes = 10);
 // A folder holding train-images-idx3-ubyte[.gz] etc.; split is "train" or "t10k"/"test".
 Dataset load_mnist_folder(const std::string& folder, const std::string& split);
@@ -56,6 +58,7 @@ class DistributedSampler {
   DistributedSampler(int64_t dataset_size, int rank, int size, bool shuffle, uint64_t seed);
   std::vector<int64_t> indices(int64_t epoch) const;
   int64_t samples_per_rank() const;
+  int64_t dataset_size() const { return dataset_size_; }
 
  private:
   int64_t dataset_size_;
@@ -79,17 +82,28 @@ struct LoaderOptions {
   bool random_flip = false;
   int64_t random_crop_padding = -1;  // >= 0: pad then crop back to the image size
   int64_t resize_to = 0;             // > 0: bilinear resize to resize_to × resize_to
-  std::vector<float> mean, stddev;   // per-channel normalisation
+  std::vector<float> mean, stddev;   // per-channel normalisation (1 value or one per channel)
+  // Optional last step on each image (CHW, after the above), on the worker threads; index is
+  // the sample's index in the dataset. Whatever it throws is rethrown by next().
+  std::function<void(float* image, int64_t channels, int64_t height, int64_t width, int64_t index)> transform;
+  // The random choices for a sample come from (seed, epoch, dataset index) alone, so they do
+  // not depend on the number of workers.
   uint64_t seed = 0;
 };
 
-// Produces the batches of one epoch in the sampler's order, prepared by background threads.
+// Produces the batches of one epoch in the sampler's order, prepared by background threads
+// (at most workers × prefetch batches ahead of the consumer). The dataset is not copied: it
+// must outlive the loader and not change while an epoch runs.
 class DataLoader {
  public:
   DataLoader(const Dataset& dataset, const DistributedSampler& sampler, const LoaderOptions& options);
-  ~DataLoader();
+  ~DataLoader();  // stops and joins the workers, even mid-epoch
+  // Starts (or restarts) an epoch; batches still being prepared for the previous one are dropped.
   void start_epoch(int64_t epoch);
-  // False at the end of the epoch. Rethrows a worker's exception.
+  // The next batch; the Batch's previous buffers go back to the workers, so passing the same
+  // Batch every time saves reallocating images. False at the end of the epoch.
+  // Rethrows a worker's exception (again on every call, until start_epoch). A first call
+  // without start_epoch() starts epoch 0.
   bool next(Batch& batch);
   int64_t batches_per_epoch() const;
 
