@@ -99,11 +99,22 @@ float* scratch(int which, int64_t count) {
   return b.data();
 }
 
+// The (C·k·k) × (images·P·Q) column matrix of images [n0, n0 + images): the input itself
+// for a single image under a pointwise convolution, else built in this thread's scratch.
+const float* column_matrix(const ConvShape& s, const float* x, int64_t n0, int64_t images) {
+  const int64_t PQ = s.out_height() * s.out_width(), HW = s.height * s.width;
+  if (images == 1 && is_pointwise(s)) return x + n0 * s.in_channels * HW;
+  const int64_t cols = images * PQ;
+  float* buffer = scratch(0, s.in_channels * s.kernel * s.kernel * cols);
+  for (int64_t i = 0; i < images; ++i) im2col(s, x + (n0 + i) * s.in_channels * HW, buffer, cols, i * PQ);
+  return buffer;
+}
+
 }  // namespace
 
 void CpuBackend::conv2d_forward(const ConvShape& s, const float* x, const float* w, const float* b,
                                 float* y) {
-  const int64_t PQ = s.out_height() * s.out_width(), HW = s.height * s.width;
+  const int64_t PQ = s.out_height() * s.out_width();
   const int64_t CRS = s.in_channels * s.kernel * s.kernel, K = s.out_channels;
   const Grouping g = group_images(s);
   const ConstMatrixMap weights(w, K, CRS);
@@ -112,15 +123,7 @@ void CpuBackend::conv2d_forward(const ConvShape& s, const float* x, const float*
       const int64_t n0 = group * g.images_per_group;
       const int64_t images = std::min(g.images_per_group, s.batch - n0);
       const int64_t cols = images * PQ;
-      const float* col;
-      if (images == 1 && is_pointwise(s)) {
-        col = x + n0 * s.in_channels * HW;
-      } else {
-        float* buffer = scratch(0, CRS * cols);
-        for (int64_t i = 0; i < images; ++i)
-          im2col(s, x + (n0 + i) * s.in_channels * HW, buffer, cols, i * PQ);
-        col = buffer;
-      }
+      const float* col = column_matrix(s, x, n0, images);
       float* out = images == 1 ? y + n0 * K * PQ : scratch(1, K * cols);
       MatrixMap(out, K, cols).noalias() = weights * ConstMatrixMap(col, CRS, cols);
       for (int64_t i = 0; i < images; ++i) {
@@ -158,15 +161,7 @@ void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float
       const int64_t images = std::min(g.images_per_group, s.batch - n0);
       const int64_t cols = images * PQ;
       const bool pointwise_single = images == 1 && is_pointwise(s);
-      const float* col;
-      if (pointwise_single) {
-        col = x + n0 * s.in_channels * HW;
-      } else {
-        float* buffer = scratch(0, CRS * cols);
-        for (int64_t i = 0; i < images; ++i)
-          im2col(s, x + (n0 + i) * s.in_channels * HW, buffer, cols, i * PQ);
-        col = buffer;
-      }
+      const float* col = column_matrix(s, x, n0, images);
       const float* dyc = dy + n0 * K * PQ;
       if (images > 1) {  // gather the group's output gradients into K × cols
         float* buffer = scratch(1, K * cols);
