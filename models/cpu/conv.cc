@@ -37,8 +37,8 @@ void im2col(const ConvShape& s, const float* x, float* col, int64_t ld, int64_t 
           }
           const float* in = plane + ih * s.width + shift;
           std::fill(out, out + q_begin, 0.0f);
-          if (s.stride == 1) {
-            std::memcpy(out + q_begin, in + q_begin, sizeof(float) * (q_end - q_begin));
+          if (s.stride == 1) {  // short rows: a plain loop beats a memcpy call
+            for (int64_t q = q_begin; q < q_end; ++q) out[q] = in[q];
           } else {
             for (int64_t q = q_begin; q < q_end; ++q) out[q] = in[q * s.stride];
           }

@@ -38,7 +38,41 @@ void CpuBackend::add_into(int64_t count, float* a, const float* b) {
   });
 }
 
+namespace {
+// The common 2×2, stride-2 window without padding, as a straight-line comparison.
+void maxpool_2x2(const PoolShape& s, const float* x, float* y, int32_t* argmax) {
+  const int64_t P = s.out_height(), Q = s.out_width(), W = s.width;
+  parallel_for(s.batch * s.channels, [&](int64_t begin, int64_t end, int) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* in = x + plane * s.height * W;
+      float* out = y + plane * P * Q;
+      int32_t* arg = argmax + plane * P * Q;
+      for (int64_t p = 0; p < P; ++p) {
+        const float* top = in + 2 * p * W;
+        const float* bottom = top + W;
+        for (int64_t q = 0; q < Q; ++q) {
+          // Scan order as PyTorch: strictly greater wins, so ties keep the first; NaN wins.
+          float best = top[2 * q];
+          int64_t at = 2 * p * W + 2 * q;
+          const float candidates[3] = {top[2 * q + 1], bottom[2 * q], bottom[2 * q + 1]};
+          const int64_t offsets[3] = {1, W, W + 1};
+          for (int k = 0; k < 3; ++k) {
+            if (candidates[k] > best || candidates[k] != candidates[k]) {
+              best = candidates[k];
+              at = 2 * p * W + 2 * q + offsets[k];
+            }
+          }
+          out[p * Q + q] = best;
+          arg[p * Q + q] = static_cast<int32_t>(at);
+        }
+      }
+    }
+  });
+}
+}  // namespace
+
 void CpuBackend::maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax) {
+  if (s.kernel == 2 && s.stride == 2 && s.padding == 0) return maxpool_2x2(s, x, y, argmax);
   const int64_t P = s.out_height(), Q = s.out_width();
   parallel_for(s.batch * s.channels, [&](int64_t begin, int64_t end, int) {
     for (int64_t plane = begin; plane < end; ++plane) {
@@ -58,7 +92,7 @@ void CpuBackend::maxpool_forward(const PoolShape& s, const float* x, float* y, i
             for (int64_t k = k_begin; k < k_end; ++k) {
               const float v = in[row + k];
               // Strictly greater: ties go to the first maximum, as in PyTorch; NaN wins.
-              if (v > best || (v != v && best == best)) {
+              if (v > best || v != v) {
                 best = v;
                 best_index = row + k;
               }
