@@ -2,6 +2,8 @@
 // pixels) to keep the GEMM efficient even where the feature maps are tiny (ResNet's last
 // stages at 32×32 inputs have 1×1 maps); groups run in parallel, one per thread.
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <cstring>
 #include <vector>
 
@@ -15,63 +17,62 @@ namespace {
 
 constexpr int64_t kMinGemmColumns = 256;
 
-// Column matrix of one image: row (c, r, s), columns [offset, offset + P*Q) of a
+// For each kernel tap (r, k) and each output pixel (p, q), the offset of the input pixel
+// it reads within a channel plane, or -1 where it falls in the padding. The same for every
+// channel, so im2col and col2im become one tight loop per (channel, tap) instead of one
+// per output row: on ResNet's small late-stage maps (2×2, 4×4) the per-row bookkeeping
+// used to cost as much as the GEMM itself.
+const std::vector<int32_t>& tap_offsets(const ConvShape& s) {
+  struct Key {
+    int64_t height, width, kernel, stride, padding;
+    bool operator<(const Key& o) const {
+      return std::tie(height, width, kernel, stride, padding) < std::tie(o.height, o.width, o.kernel, o.stride, o.padding);
+    }
+  };
+  thread_local std::map<Key, std::vector<int32_t>> cache;
+  const Key key{s.height, s.width, s.kernel, s.stride, s.padding};
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const int64_t P = s.out_height(), Q = s.out_width(), K = s.kernel;
+  std::vector<int32_t> offsets(static_cast<std::size_t>(K * K * P * Q));
+  for (int64_t r = 0; r < K; ++r)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t q = 0; q < Q; ++q) {
+          const int64_t ih = p * s.stride - s.padding + r, iw = q * s.stride - s.padding + k;
+          const bool inside = ih >= 0 && ih < s.height && iw >= 0 && iw < s.width;
+          offsets[static_cast<std::size_t>(((r * K + k) * P + p) * Q + q)] =
+              inside ? static_cast<int32_t>(ih * s.width + iw) : -1;
+        }
+  return cache.emplace(key, std::move(offsets)).first->second;
+}
+
+// Column matrix of one image: row (c, r, k), columns [offset, offset + P*Q) of a
 // row-major matrix with `ld` columns.
 void im2col(const ConvShape& s, const float* x, float* col, int64_t ld, int64_t offset) {
-  const int64_t P = s.out_height(), Q = s.out_width(), K = s.kernel;
+  const int64_t PQ = s.out_height() * s.out_width(), taps = s.kernel * s.kernel;
+  const int32_t* offsets = tap_offsets(s).data();
   for (int64_t c = 0; c < s.in_channels; ++c) {
     const float* plane = x + c * s.height * s.width;
-    for (int64_t r = 0; r < K; ++r) {
-      for (int64_t k = 0; k < K; ++k) {
-        float* row = col + ((c * K + r) * K + k) * ld + offset;
-        // Output columns q whose input column q*stride - padding + k lies inside the image.
-        const int64_t shift = k - s.padding;
-        const int64_t q_begin = std::clamp<int64_t>((-shift + s.stride - 1) / s.stride, 0, Q);
-        const int64_t q_end = std::clamp<int64_t>((s.width - shift + s.stride - 1) / s.stride, q_begin, Q);
-        for (int64_t p = 0; p < P; ++p) {
-          float* out = row + p * Q;
-          const int64_t ih = p * s.stride - s.padding + r;
-          if (ih < 0 || ih >= s.height) {
-            std::fill(out, out + Q, 0.0f);
-            continue;
-          }
-          const float* in = plane + ih * s.width + shift;
-          std::fill(out, out + q_begin, 0.0f);
-          if (s.stride == 1) {  // short rows: a plain loop beats a memcpy call
-            for (int64_t q = q_begin; q < q_end; ++q) out[q] = in[q];
-          } else {
-            for (int64_t q = q_begin; q < q_end; ++q) out[q] = in[q * s.stride];
-          }
-          std::fill(out + q_end, out + Q, 0.0f);
-        }
-      }
+    for (int64_t t = 0; t < taps; ++t) {
+      float* out = col + (c * taps + t) * ld + offset;
+      const int32_t* from = offsets + t * PQ;
+      for (int64_t j = 0; j < PQ; ++j) out[j] = from[j] >= 0 ? plane[from[j]] : 0.0f;
     }
   }
 }
 
 // The adjoint of im2col: adds the column matrix back into the image gradient.
 void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, float* dx) {
-  const int64_t P = s.out_height(), Q = s.out_width(), K = s.kernel;
+  const int64_t PQ = s.out_height() * s.out_width(), taps = s.kernel * s.kernel;
+  const int32_t* offsets = tap_offsets(s).data();
   for (int64_t c = 0; c < s.in_channels; ++c) {
     float* plane = dx + c * s.height * s.width;
-    for (int64_t r = 0; r < K; ++r) {
-      for (int64_t k = 0; k < K; ++k) {
-        const float* row = col + ((c * K + r) * K + k) * ld + offset;
-        const int64_t shift = k - s.padding;
-        const int64_t q_begin = std::clamp<int64_t>((-shift + s.stride - 1) / s.stride, 0, Q);
-        const int64_t q_end = std::clamp<int64_t>((s.width - shift + s.stride - 1) / s.stride, q_begin, Q);
-        for (int64_t p = 0; p < P; ++p) {
-          const int64_t ih = p * s.stride - s.padding + r;
-          if (ih < 0 || ih >= s.height) continue;
-          float* out = plane + ih * s.width + shift;
-          const float* in = row + p * Q;
-          if (s.stride == 1) {
-            for (int64_t q = q_begin; q < q_end; ++q) out[q] += in[q];
-          } else {
-            for (int64_t q = q_begin; q < q_end; ++q) out[q * s.stride] += in[q];
-          }
-        }
-      }
+    for (int64_t t = 0; t < taps; ++t) {
+      const float* in = col + (c * taps + t) * ld + offset;
+      const int32_t* to = offsets + t * PQ;
+      for (int64_t j = 0; j < PQ; ++j)
+        if (to[j] >= 0) plane[to[j]] += in[j];
     }
   }
 }
