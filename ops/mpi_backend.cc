@@ -164,42 +164,50 @@ class MpiControlChannel final : public ControlChannel {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
+  // Every buffer a pending request uses is a member, never a local: after a timeout the
+  // request stays pending inside MPI, and the runtime keeps this channel alive (leaked)
+  // so that MPI never writes into freed memory.
   void allreduce_and(std::span<uint64_t> words) override {
+    words_.assign(words.begin(), words.end());
     MPI_Request request;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, words.data(), as_int(int64_t(words.size()), "control"),
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, words_.data(), as_int(int64_t(words_.size()), "control"),
                              MPI_UINT64_T, MPI_BAND, comm_, &request),
               "MPI_Iallreduce");
     wait(request, "negotiation (allreduce of ready bits)");
+    std::copy(words_.begin(), words_.end(), words.begin());
   }
 
   std::vector<std::string> gather(const std::string& message, int root) override {
-    int length = as_int(int64_t(message.size()), "control message");
-    std::vector<int> lengths(rank_ == root ? size_ : 0);
+    send_ = message;
+    length_ = as_int(int64_t(send_.size()), "control message");
+    lengths_.assign(rank_ == root ? size_ : 0, 0);
     MPI_Request request;
-    check_mpi(MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm_, &request),
+    check_mpi(MPI_Igather(&length_, 1, MPI_INT, lengths_.data(), 1, MPI_INT, root, comm_, &request),
               "MPI_Igather");
     wait(request, "negotiation (gather of request sizes)");
-    std::vector<int> displs = displacements(lengths);
-    std::string all;
-    if (rank_ == root) all.resize(std::size_t(displs.back()) + std::size_t(lengths.back()));
-    check_mpi(MPI_Igatherv(message.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                           displs.data(), MPI_CHAR, root, comm_, &request),
+    displs_ = displacements(lengths_);
+    receive_.clear();
+    if (rank_ == root) receive_.resize(std::size_t(displs_.back()) + std::size_t(lengths_.back()));
+    check_mpi(MPI_Igatherv(send_.data(), length_, MPI_CHAR, receive_.data(), lengths_.data(),
+                           displs_.data(), MPI_CHAR, root, comm_, &request),
               "MPI_Igatherv");
     wait(request, "negotiation (gather of requests)");
     std::vector<std::string> messages;
     if (rank_ == root)
-      for (int r = 0; r < size_; ++r) messages.push_back(all.substr(displs[r], lengths[r]));
+      for (int r = 0; r < size_; ++r) messages.push_back(receive_.substr(displs_[r], lengths_[r]));
     return messages;
   }
 
   void broadcast(std::string& message, int root) override {
-    int length = static_cast<int>(message.size());
+    receive_ = message;
+    length_ = static_cast<int>(receive_.size());
     MPI_Request request;
-    check_mpi(MPI_Ibcast(&length, 1, MPI_INT, root, comm_, &request), "MPI_Ibcast");
+    check_mpi(MPI_Ibcast(&length_, 1, MPI_INT, root, comm_, &request), "MPI_Ibcast");
     wait(request, "negotiation (broadcast of response size)");
-    message.resize(static_cast<std::size_t>(length));
-    check_mpi(MPI_Ibcast(message.data(), length, MPI_CHAR, root, comm_, &request), "MPI_Ibcast");
+    receive_.resize(static_cast<std::size_t>(length_));
+    check_mpi(MPI_Ibcast(receive_.data(), length_, MPI_CHAR, root, comm_, &request), "MPI_Ibcast");
     wait(request, "negotiation (broadcast of responses)");
+    message = receive_;
   }
 
  private:
@@ -233,6 +241,10 @@ class MpiControlChannel final : public ControlChannel {
   MPI_Comm comm_;
   int rank_, size_;
   std::chrono::milliseconds timeout_;
+  std::vector<uint64_t> words_;
+  int length_ = 0;
+  std::vector<int> lengths_, displs_;
+  std::string send_, receive_;
 };
 
 }  // namespace

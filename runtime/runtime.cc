@@ -93,9 +93,13 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
 Runtime::~Runtime() {
   shutdown();
   // After a communication failure an operation may still be pending on the communicator
-  // (MPI cannot cancel a collective): freeing it would let MPI_Finalize progress that
-  // operation on freed memory. Leave it to MPI_Finalize instead.
-  if (communication_failed_) context_.release();
+  // (MPI cannot cancel a collective): freeing the communicator, or the control channel
+  // that owns the operation's buffers, would let MPI progress it on freed memory (in
+  // MPI_Finalize, or when a stalled peer wakes up). Leave both alive.
+  if (communication_failed_) {
+    (void)control_.release();
+    (void)context_.release();
+  }
 }
 
 Status Runtime::submit(std::vector<TensorEntry> entries) {
