@@ -27,7 +27,9 @@ class ThreadPool {
     for (std::thread& t : workers_) t.join();
     workers_.clear();
     stop_ = false;
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+    // The generation a worker starts from is taken here, not by the worker: a worker
+    // that read it after the first run() had already begun would wait for the next one.
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, g = generation_] { work(i, g); });
   }
 
   void run(int64_t count, const std::function<void(int64_t, int64_t, int)>& body) {
@@ -56,8 +58,7 @@ class ThreadPool {
     if (begin < end) (*body_)(begin, end, t);
   }
 
-  void work(int index) {
-    uint64_t seen = generation_;
+  void work(int index, uint64_t seen) {
     for (;;) {
       std::unique_lock<std::mutex> lock(mutex_);
       start_.wait(lock, [&] { return generation_ != seen; });
