@@ -145,16 +145,7 @@ Response Coordinator::build_response(const std::string& name, const Pending& p) 
                               " have joined; only allreduce proceeds while ranks have joined");
   }
 
-  Response r;
-  r.type = first.type;
-  r.names = {name};
-  r.element_counts = {first.num_elements()};
-  r.dtype = first.dtype;
-  r.op = first.op;
-  r.root = first.root;
-  r.prescale = first.prescale;
-  r.postscale = first.postscale;
-  r.device = first.device;
+  Response r = response_for(first, name);
   if (first.type == OpType::Allgather)
     for (int rank = 0; rank < size_; ++rank) r.rank_first_dims.push_back(p.by_rank[rank]->shape.at(0));
   return r;

@@ -46,18 +46,8 @@ std::size_t FusionPlan::add(const Request& params, std::string name) {
     open_bytes_ += bytes;
     return responses_.size() - 1;
   }
-  Response r;
-  r.type = params.type;
-  r.names.push_back(std::move(name));
-  r.element_counts.push_back(params.num_elements());
-  r.dtype = params.dtype;
-  r.op = params.op;
-  r.root = params.root;
-  r.prescale = params.prescale;
-  r.postscale = params.postscale;
-  r.device = params.device;
   opened(bytes, params.type == OpType::Allreduce);
-  responses_.push_back(std::move(r));
+  responses_.push_back(response_for(params, std::move(name)));
   return responses_.size() - 1;
 }
 

@@ -152,6 +152,34 @@ int64_t Request::num_elements() const {
   return n;
 }
 
+Response response_for(const Request& request, std::string name) {
+  Response r;
+  r.type = request.type;
+  r.names.push_back(std::move(name));
+  r.element_counts.push_back(request.num_elements());
+  r.dtype = request.dtype;
+  r.op = request.op;
+  r.root = request.root;
+  r.prescale = request.prescale;
+  r.postscale = request.postscale;
+  r.device = request.device;
+  return r;
+}
+
+Request request_for(const Response& response, std::size_t i) {
+  Request q;
+  q.name = response.names[i];
+  q.type = response.type;
+  q.dtype = response.dtype;
+  q.op = response.op;
+  q.root = response.root;
+  q.prescale = response.prescale;
+  q.postscale = response.postscale;
+  q.device = response.device;
+  q.shape = {response.element_counts[i]};
+  return q;
+}
+
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);

@@ -69,6 +69,11 @@ struct ResponseList {
   std::vector<Response> responses;
 };
 
+// The one-tensor response that runs `request` (its parameters, named `name`), and the
+// request a rank without a tensor of its own (joined) records for tensor i of a response.
+Response response_for(const Request& request, std::string name);
+Request request_for(const Response& response, std::size_t i);
+
 std::string serialize(const RequestList& list);
 RequestList parse_request_list(const std::string& bytes);
 std::string serialize(const ResponseList& list);

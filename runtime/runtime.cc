@@ -45,20 +45,6 @@ void open_timeline(Timeline& timeline, const Config& config, MPI_Comm comm, int 
   if (!error.empty()) throw Error(StatusCode::InvalidArgument, error);
 }
 
-Request request_for(const Response& r, std::size_t i) {
-  Request q;
-  q.name = r.names[i];
-  q.type = r.type;
-  q.dtype = r.dtype;
-  q.op = r.op;
-  q.root = r.root;
-  q.prescale = r.prescale;
-  q.postscale = r.postscale;
-  q.device = r.device;
-  q.shape = {r.element_counts[i]};
-  return q;
-}
-
 bool cacheable(OpType type) { return type != OpType::Allgather; }
 
 }  // namespace
