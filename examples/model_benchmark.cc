@@ -5,8 +5,9 @@
 //                                  --threads 2 --mode train --steps 10
 //
 // A training step is forward + softmax cross-entropy + backward + an SGD step (momentum
-// 0.9). peak_step_mb is how far the resident set grew above its level before the first
-// timed step (the kernel's high-water mark, reset through /proc/self/clear_refs).
+// 0.9). peak_mb is the resident memory the run needed at its peak above the process's
+// level before the net was built: parameters, gradients, optimizer state, activations and
+// workspaces (the kernel's high-water mark, reset through /proc/self/clear_refs).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   set_num_threads(threads);
+  const double rss_before = status_mb("VmRSS");
+  reset_peak();
   std::unique_ptr<Net> net = make_net(model, classes);
   initialize(*net, 1);
   const int64_t channels = model == "mnist_convnet" ? 1 : 3;
@@ -79,8 +82,6 @@ int main(int argc, char** argv) {
     sgd.step();
   };
   for (int i = 0; i < warmup; ++i) step();
-  const double rss_before = status_mb("VmRSS");
-  reset_peak();
   std::vector<double> ms;
   for (int i = 0; i < steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   std::printf("{\"framework\": \"kolo\", \"model\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, \"size\": %lld, "
               "\"threads\": %d, \"step_ms_min\": %.3f, \"step_ms_median\": %.3f, \"images_per_s\": %.1f, "
-              "\"peak_step_mb\": %.1f}\n",
+              "\"peak_mb\": %.1f}\n",
               model.c_str(), mode.c_str(), static_cast<long long>(batch), static_cast<long long>(size), threads,
               ms.front(), ms[ms.size() / 2], batch / ms[ms.size() / 2] * 1e3, peak);
   return 0;

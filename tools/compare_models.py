@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs kolo's model layer and PyTorch on the same configurations, one after the other in
 the same run, and prints throughput ratios (kolo / PyTorch; > 1 is faster) and peak
-step memory. Each configuration runs in a fresh process.
+memory (above the process before the net was built). Each configuration runs in a fresh process.
 
     tools/compare_models.py [--build build] [--steps 10] [--only resnet18]
 
@@ -41,7 +41,7 @@ def main():
                 p = run(["/usr/bin/python3", os.path.join(ROOT, "tools", "bench_pytorch.py")] + args)
                 print("| %s b%d %d×%d | %s | %d | %.0f | %.0f | **%.2f** | %.0f | %.0f |" % (
                     model, batch, size, size, mode, threads, k["images_per_s"], p["images_per_s"],
-                    k["images_per_s"] / p["images_per_s"], k["peak_step_mb"], p["peak_step_mb"]), flush=True)
+                    k["images_per_s"] / p["images_per_s"], k["peak_mb"], p["peak_mb"]), flush=True)
 
 
 if __name__ == "__main__":

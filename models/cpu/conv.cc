@@ -1,6 +1,7 @@
 // Convolution as im2col + GEMM. Images are processed in groups wide enough (in output
 // pixels) to keep the GEMM efficient even where the feature maps are tiny (ResNet's last
-// stages at 32×32 inputs have 1×1 maps); groups run in parallel, one per thread.
+// stages at 32×32 inputs have 1×1 maps); groups run in parallel, or, where there are too
+// few of them to share out, each group's work is split across the threads.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -47,12 +48,13 @@ const std::vector<int32_t>& tap_offsets(const ConvShape& s) {
   return cache.emplace(key, std::move(offsets)).first->second;
 }
 
-// Column matrix of one image: row (c, r, k), columns [offset, offset + P*Q) of a
-// row-major matrix with `ld` columns.
-void im2col(const ConvShape& s, const float* x, float* col, int64_t ld, int64_t offset) {
+// Column matrix of one image, channels [c0, c1): row (c, r, k), columns
+// [offset, offset + P*Q) of a row-major matrix with `ld` columns.
+void im2col(const ConvShape& s, const float* x, int64_t c0, int64_t c1, float* col, int64_t ld,
+            int64_t offset) {
   const int64_t PQ = s.out_height() * s.out_width(), taps = s.kernel * s.kernel;
   const int32_t* offsets = tap_offsets(s).data();
-  for (int64_t c = 0; c < s.in_channels; ++c) {
+  for (int64_t c = c0; c < c1; ++c) {
     const float* plane = x + c * s.height * s.width;
     for (int64_t t = 0; t < taps; ++t) {
       float* out = col + (c * taps + t) * ld + offset;
@@ -62,12 +64,16 @@ void im2col(const ConvShape& s, const float* x, float* col, int64_t ld, int64_t 
   }
 }
 
-// The adjoint of im2col: adds the column matrix back into the image gradient.
-void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, float* dx) {
+// The adjoint of im2col: overwrites channels [c0, c1) of the image gradient with the
+// column matrix's contributions.
+void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, int64_t c0, int64_t c1,
+            float* dx) {
   const int64_t PQ = s.out_height() * s.out_width(), taps = s.kernel * s.kernel;
+  const int64_t HW = s.height * s.width;
   const int32_t* offsets = tap_offsets(s).data();
-  for (int64_t c = 0; c < s.in_channels; ++c) {
-    float* plane = dx + c * s.height * s.width;
+  for (int64_t c = c0; c < c1; ++c) {
+    float* plane = dx + c * HW;
+    std::fill(plane, plane + HW, 0.0f);
     for (int64_t t = 0; t < taps; ++t) {
       const float* in = col + (c * taps + t) * ld + offset;
       const int32_t* to = offsets + t * PQ;
@@ -77,77 +83,165 @@ void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, fl
   }
 }
 
-struct Grouping {
-  int64_t images_per_group, groups;
-};
-
-Grouping group_images(const ConvShape& s) {
-  const int64_t pixels = std::max<int64_t>(1, s.out_height() * s.out_width());
-  const int64_t per_group = std::clamp<int64_t>((kMinGemmColumns + pixels - 1) / pixels, 1, s.batch);
-  return {per_group, (s.batch + per_group - 1) / per_group};
-}
-
 bool is_pointwise(const ConvShape& s) { return s.kernel == 1 && s.stride == 1 && s.padding == 0; }
 
 // Per-thread scratch, grown on demand and kept between calls.
-std::vector<float>& scratch(int which) {
-  thread_local std::vector<float> buffers[3];
-  return buffers[which];
-}
 float* scratch(int which, int64_t count) {
-  std::vector<float>& b = scratch(which);
+  thread_local std::vector<float> buffers[3];
+  std::vector<float>& b = buffers[which];
   if (static_cast<int64_t>(b.size()) < count) b.resize(static_cast<std::size_t>(count));
   return b.data();
 }
 
-// The (C·k·k) × (images·P·Q) column matrix of images [n0, n0 + images): the input itself
-// for a single image under a pointwise convolution, else built in this thread's scratch.
-const float* column_matrix(const ConvShape& s, const float* x, int64_t n0, int64_t images) {
-  const int64_t PQ = s.out_height() * s.out_width(), HW = s.height * s.width;
-  if (images == 1 && is_pointwise(s)) return x + n0 * s.in_channels * HW;
-  const int64_t cols = images * PQ;
-  float* buffer = scratch(0, s.in_channels * s.kernel * s.kernel * cols);
-  for (int64_t i = 0; i < images; ++i) im2col(s, x + (n0 + i) * s.in_channels * HW, buffer, cols, i * PQ);
-  return buffer;
+// Runs body(begin, end) over [0, count): on the pool when `split`, else on this thread.
+template <typename Body>
+void maybe_parallel(bool split, int64_t count, Body&& body) {
+  if (split)
+    parallel_for(count, [&](int64_t begin, int64_t end, int) { body(begin, end); });
+  else
+    body(0, count);
 }
+
+// One group of images [n0, n0 + images), convolved as one GEMM with images·P·Q columns.
+// Either a thread runs a whole group (split = false; groups run in parallel), or the
+// group's work is split across the threads (split = true): im2col and col2im by channel,
+// the GEMMs by rows. The second is for convolutions with fewer groups than threads can
+// share evenly: ResNet's late stages, whose 1×1 to 4×4 maps make one group of the batch.
+class ImageGroup {
+ public:
+  ImageGroup(const ConvShape& s, int64_t n0, int64_t images, bool split)
+      : s_(s), n0_(n0), images_(images), split_(split), PQ_(s.out_height() * s.out_width()),
+        HW_(s.height * s.width), CRS_(s.in_channels * s.kernel * s.kernel), cols_(images * PQ_),
+        single_(images == 1) {}
+
+  // The (C·k·k) × cols column matrix: the input itself for a single image under a
+  // pointwise convolution, else built in scratch.
+  const float* columns(const float* x) const {
+    if (single_ && is_pointwise(s_)) return x + n0_ * s_.in_channels * HW_;
+    float* buffer = scratch(0, CRS_ * cols_);
+    maybe_parallel(split_, s_.in_channels, [&](int64_t c0, int64_t c1) {
+      for (int64_t i = 0; i < images_; ++i)
+        im2col(s_, x + (n0_ + i) * s_.in_channels * HW_, c0, c1, buffer, cols_, i * PQ_);
+    });
+    return buffer;
+  }
+
+  void forward(const float* x, const float* w, const float* b, float* y) const {
+    const ConstMatrixMap col(columns(x), CRS_, cols_);
+    const int64_t K = s_.out_channels;
+    // A single image's output is already K × PQ: the GEMM writes it in place.
+    float* out = single_ ? y + n0_ * K * PQ_ : scratch(1, K * cols_);
+    maybe_parallel(split_, K, [&](int64_t k0, int64_t k1) {
+      MatrixMap(out + k0 * cols_, k1 - k0, cols_).noalias() =
+          ConstMatrixMap(w, K, CRS_).middleRows(k0, k1 - k0) * col;
+      for (int64_t i = 0; i < images_; ++i)
+        for (int64_t k = k0; k < k1; ++k) {
+          float* dst = y + ((n0_ + i) * K + k) * PQ_;
+          if (!single_) std::memcpy(dst, out + k * cols_ + i * PQ_, sizeof(float) * PQ_);
+          if (b != nullptr)
+            for (int64_t j = 0; j < PQ_; ++j) dst[j] += b[k];
+        }
+    });
+  }
+
+  // dw += dY·colᵀ and db += Σ dY over this group; dx of its images (if dx is not null).
+  // When not split, dw and db may be a thread's private partial sums.
+  void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, double* db) const {
+    const float* col = columns(x);
+    const int64_t K = s_.out_channels;
+    float* gathered = single_ ? nullptr : scratch(1, K * cols_);
+    const float* dyc = single_ ? dy + n0_ * K * PQ_ : gathered;
+    maybe_parallel(split_, K, [&](int64_t k0, int64_t k1) {
+      if (!single_)  // gather the group's output gradients into K × cols
+        for (int64_t i = 0; i < images_; ++i)
+          for (int64_t k = k0; k < k1; ++k)
+            std::memcpy(gathered + k * cols_ + i * PQ_, dy + ((n0_ + i) * K + k) * PQ_, sizeof(float) * PQ_);
+      MatrixMap(dw + k0 * CRS_, k1 - k0, CRS_).noalias() +=
+          ConstMatrixMap(dyc + k0 * cols_, k1 - k0, cols_) * ConstMatrixMap(col, CRS_, cols_).transpose();
+      if (db != nullptr)
+        for (int64_t k = k0; k < k1; ++k) {
+          double sum = 0;
+          for (int64_t j = 0; j < cols_; ++j) sum += dyc[k * cols_ + j];
+          db[k] += sum;
+        }
+    });
+    if (dx == nullptr) return;
+    const ConstMatrixMap weights(w, K, CRS_), dy_map(dyc, K, cols_);
+    const int64_t taps = s_.kernel * s_.kernel;
+    if (single_ && is_pointwise(s_)) {  // dx is the column gradient itself
+      float* dxn = dx + n0_ * s_.in_channels * HW_;
+      maybe_parallel(split_, CRS_, [&](int64_t r0, int64_t r1) {
+        MatrixMap(dxn + r0 * cols_, r1 - r0, cols_).noalias() = weights.middleCols(r0, r1 - r0).transpose() * dy_map;
+      });
+      return;
+    }
+    float* dcol = scratch(2, CRS_ * cols_);
+    maybe_parallel(split_, s_.in_channels, [&](int64_t c0, int64_t c1) {
+      const int64_t r0 = c0 * taps, rows = (c1 - c0) * taps;
+      MatrixMap(dcol + r0 * cols_, rows, cols_).noalias() = weights.middleCols(r0, rows).transpose() * dy_map;
+      for (int64_t i = 0; i < images_; ++i)
+        col2im(s_, dcol, cols_, i * PQ_, c0, c1, dx + (n0_ + i) * s_.in_channels * HW_);
+    });
+  }
+
+ private:
+  const ConvShape& s_;
+  int64_t n0_, images_;
+  bool split_;
+  int64_t PQ_, HW_, CRS_, cols_;
+  bool single_;
+};
+
+// Images are grouped so that each GEMM has at least kMinGemmColumns columns.
+struct Grouping {
+  int64_t images_per_group, groups;
+  bool split;  // split each group across the threads instead of running groups in parallel
+
+  explicit Grouping(const ConvShape& s) {
+    const int64_t pixels = std::max<int64_t>(1, s.out_height() * s.out_width());
+    images_per_group = std::clamp<int64_t>((kMinGemmColumns + pixels - 1) / pixels, 1, s.batch);
+    groups = (s.batch + images_per_group - 1) / images_per_group;
+    // Whole groups per thread only when they share out evenly enough (3 groups on 2
+    // threads would leave one idle a third of the time).
+    const int threads = num_threads();
+    split = threads > 1 && groups < 4 * threads && groups % threads != 0;
+  }
+  ImageGroup group(const ConvShape& s, int64_t index) const {
+    const int64_t n0 = index * images_per_group;
+    return ImageGroup(s, n0, std::min(images_per_group, s.batch - n0), split);
+  }
+};
 
 }  // namespace
 
 void CpuBackend::conv2d_forward(const ConvShape& s, const float* x, const float* w, const float* b,
                                 float* y) {
-  const int64_t PQ = s.out_height() * s.out_width();
-  const int64_t CRS = s.in_channels * s.kernel * s.kernel, K = s.out_channels;
-  const Grouping g = group_images(s);
-  const ConstMatrixMap weights(w, K, CRS);
+  const Grouping g(s);
+  if (g.split) {
+    for (int64_t i = 0; i < g.groups; ++i) g.group(s, i).forward(x, w, b, y);
+    return;
+  }
   parallel_for(g.groups, [&](int64_t begin, int64_t end, int) {
-    for (int64_t group = begin; group < end; ++group) {
-      const int64_t n0 = group * g.images_per_group;
-      const int64_t images = std::min(g.images_per_group, s.batch - n0);
-      const int64_t cols = images * PQ;
-      const float* col = column_matrix(s, x, n0, images);
-      float* out = images == 1 ? y + n0 * K * PQ : scratch(1, K * cols);
-      MatrixMap(out, K, cols).noalias() = weights * ConstMatrixMap(col, CRS, cols);
-      for (int64_t i = 0; i < images; ++i) {
-        float* yn = y + (n0 + i) * K * PQ;
-        for (int64_t k = 0; k < K; ++k) {
-          float* dst = yn + k * PQ;
-          if (images > 1) std::memcpy(dst, out + k * cols + i * PQ, sizeof(float) * PQ);
-          if (b != nullptr)
-            for (int64_t j = 0; j < PQ; ++j) dst[j] += b[k];
-        }
-      }
-    }
+    for (int64_t i = begin; i < end; ++i) g.group(s, i).forward(x, w, b, y);
   });
 }
 
 void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
                                  float* dx, float* dw, float* db) {
-  const int64_t PQ = s.out_height() * s.out_width(), HW = s.height * s.width;
-  const int64_t CRS = s.in_channels * s.kernel * s.kernel, K = s.out_channels;
-  const Grouping g = group_images(s);
-  const ConstMatrixMap weights(w, K, CRS);
-  const int threads = num_threads();
+  const int64_t K = s.out_channels, CRS = s.in_channels * s.kernel * s.kernel;
+  const Grouping g(s);
+  std::vector<double> db_sum(db != nullptr ? static_cast<std::size_t>(K) : 0, 0.0);
+  auto add_bias_grad = [&](const std::vector<double>& sums) {
+    for (std::size_t k = 0; k < sums.size(); ++k) db[k] += static_cast<float>(sums[k]);
+  };
+  if (g.split) {
+    for (int64_t i = 0; i < g.groups; ++i)
+      g.group(s, i).backward(x, w, dy, dx, dw, db != nullptr ? db_sum.data() : nullptr);
+    add_bias_grad(db_sum);
+    return;
+  }
   // Each thread sums its groups' weight gradients privately; they are added at the end.
+  const int threads = num_threads();
   std::vector<std::vector<float>> dw_partial(static_cast<std::size_t>(threads));
   std::vector<std::vector<double>> db_partial(static_cast<std::size_t>(threads));
   parallel_for(g.groups, [&](int64_t begin, int64_t end, int thread) {
@@ -155,50 +249,14 @@ void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float
     std::vector<float>& dw_t = dw_partial[static_cast<std::size_t>(thread)];
     if (thread > 0) dw_t.assign(static_cast<std::size_t>(K * CRS), 0.0f);
     std::vector<double>& db_t = db_partial[static_cast<std::size_t>(thread)];
-    db_t.assign(static_cast<std::size_t>(K), 0.0);
-    MatrixMap dw_map(thread > 0 ? dw_t.data() : dw, K, CRS);
-    for (int64_t group = begin; group < end; ++group) {
-      const int64_t n0 = group * g.images_per_group;
-      const int64_t images = std::min(g.images_per_group, s.batch - n0);
-      const int64_t cols = images * PQ;
-      const bool pointwise_single = images == 1 && is_pointwise(s);
-      const float* col = column_matrix(s, x, n0, images);
-      const float* dyc = dy + n0 * K * PQ;
-      if (images > 1) {  // gather the group's output gradients into K × cols
-        float* buffer = scratch(1, K * cols);
-        for (int64_t i = 0; i < images; ++i)
-          for (int64_t k = 0; k < K; ++k)
-            std::memcpy(buffer + k * cols + i * PQ, dy + ((n0 + i) * K + k) * PQ, sizeof(float) * PQ);
-        dyc = buffer;
-      }
-      const ConstMatrixMap dy_map(dyc, K, cols);
-      dw_map.noalias() += dy_map * ConstMatrixMap(col, CRS, cols).transpose();
-      if (db != nullptr)
-        for (int64_t k = 0; k < K; ++k) {
-          double sum = 0;
-          for (int64_t j = 0; j < cols; ++j) sum += dyc[k * cols + j];
-          db_t[static_cast<std::size_t>(k)] += sum;
-        }
-      if (dx == nullptr) continue;
-      if (pointwise_single) {
-        MatrixMap(dx + n0 * s.in_channels * HW, CRS, cols).noalias() = weights.transpose() * dy_map;
-        continue;
-      }
-      float* dcol = scratch(2, CRS * cols);
-      MatrixMap(dcol, CRS, cols).noalias() = weights.transpose() * dy_map;
-      for (int64_t i = 0; i < images; ++i) {
-        float* dxn = dx + (n0 + i) * s.in_channels * HW;
-        std::fill(dxn, dxn + s.in_channels * HW, 0.0f);
-        col2im(s, dcol, cols, i * PQ, dxn);
-      }
-    }
+    db_t.assign(db_sum.size(), 0.0);
+    for (int64_t i = begin; i < end; ++i)
+      g.group(s, i).backward(x, w, dy, dx, thread > 0 ? dw_t.data() : dw, db != nullptr ? db_t.data() : nullptr);
   });
   for (int t = 0; t < threads; ++t) {
     const std::vector<float>& part = dw_partial[static_cast<std::size_t>(t)];
     for (std::size_t i = 0; i < part.size(); ++i) dw[i] += part[i];
-    if (db != nullptr)
-      for (std::size_t k = 0; k < db_partial[static_cast<std::size_t>(t)].size(); ++k)
-        db[k] += static_cast<float>(db_partial[static_cast<std::size_t>(t)][k]);
+    add_bias_grad(db_partial[static_cast<std::size_t>(t)]);
   }
 }
 

@@ -23,3 +23,60 @@ TEST_CASE("kernels give the same result with 1 and 2 threads, right after resizi
   CHECK(num_threads() == 2);
   set_num_threads(1);
 }
+
+namespace {
+
+struct ConvResult {
+  Tensor y, dx, dw, db;
+};
+
+ConvResult conv_pass(int threads, int64_t batch, int64_t size, int64_t kernel, int64_t padding) {
+  set_num_threads(threads);
+  Conv2d conv({.in_channels = 3, .out_channels = 5, .kernel = kernel, .padding = padding});
+  conv.set_needs_input_grad(true);
+  for (int64_t i = 0; i < conv.weight().value.numel(); ++i) conv.weight().value[i] = float(i % 11) * 0.1f - 0.5f;
+  for (int64_t i = 0; i < conv.bias()->value.numel(); ++i) conv.bias()->value[i] = float(i) * 0.25f;
+  Tensor x({batch, 3, size, size});
+  for (int64_t i = 0; i < x.numel(); ++i) x[i] = float(i % 13) * 0.2f - 1.0f;
+  ConvResult r;
+  r.y = conv.forward(x).clone();
+  Tensor dy(r.y.shape());
+  for (int64_t i = 0; i < dy.numel(); ++i) dy[i] = float(i % 7) * 0.3f - 0.9f;
+  conv.zero_grad();
+  r.dx = conv.backward(dy).clone();
+  r.dw = conv.weight().grad.clone();
+  r.db = conv.bias()->grad.clone();
+  set_num_threads(1);
+  return r;
+}
+
+void require_close(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.numel() == b.numel());
+  for (int64_t i = 0; i < a.numel(); ++i) REQUIRE(a[i] == Approx(b[i]).margin(1e-4).epsilon(1e-5));
+}
+
+}  // namespace
+
+// Two ways of using threads in a convolution: whole image groups per thread (many small
+// maps... or large ones: one image per group), and one group split across the threads
+// by channels and rows (few groups: ResNet's 1×1 to 4×4 late-stage maps). Both must give
+// the single-thread result, forward and backward.
+TEST_CASE("convolution forward and backward agree between 1 and 2 threads in both modes", "[threads]") {
+  struct Case {
+    const char* what;
+    int64_t batch, size, kernel, padding;
+  };
+  for (const Case c : {Case{"one group split across threads (2x2 maps)", 8, 2, 3, 1},
+                       Case{"three groups, split", 3, 16, 3, 1},
+                       Case{"pointwise single-image groups, split", 3, 16, 1, 0},
+                       Case{"pointwise single-image groups, one thread each", 6, 16, 1, 0},
+                       Case{"many groups, one thread each", 8, 20, 5, 2}}) {
+    INFO(c.what);
+    const ConvResult one = conv_pass(1, c.batch, c.size, c.kernel, c.padding);
+    const ConvResult two = conv_pass(2, c.batch, c.size, c.kernel, c.padding);
+    require_close(two.y, one.y);
+    require_close(two.dx, one.dx);
+    require_close(two.dw, one.dw);
+    require_close(two.db, one.db);
+  }
+}
