@@ -65,6 +65,15 @@ Tensor* Module::find_buffer(const std::string& name) {
   return nullptr;
 }
 
+std::vector<Module*> Module::modules() {
+  std::vector<Module*> all{this};
+  for (Child& c : children_) {
+    std::vector<Module*> below = c.module->modules();
+    all.insert(all.end(), below.begin(), below.end());
+  }
+  return all;
+}
+
 void Module::train(bool on) {
   training_ = on;
   on_train(on);

@@ -101,6 +101,9 @@ class Module {
   int64_t parameter_count();
   Parameter* find_parameter(const std::string& name);
   Tensor* find_buffer(const std::string& name);
+  // This module and all its descendants, depth first in registration order (torch's
+  // modules()): how whole-net transformations such as synchronize_batchnorm find layers.
+  std::vector<Module*> modules();
 
   void train(bool on = true);
   void eval() { train(false); }
@@ -344,3 +347,4 @@ int num_threads();
 #include "kolo/models/checkpoint.h"
 #include "kolo/models/data.h"
 #include "kolo/models/optim.h"
+#include "kolo/models/distributed.h"

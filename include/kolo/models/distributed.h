@@ -12,10 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "checkpoint.h"
 #include "kolo/kolo.h"
 #include "optim.h"
 
@@ -46,22 +48,29 @@ struct DistributedOptions {
 };
 
 // Wraps an optimizer over (a subset of) net's parameters. Installs the net's grad-ready
-// hook; the optimizer and the net must outlive this object.
+// hook (replacing any other); the optimizer and the net must outlive this object.
+// Each pass is zero_grad(), forward, backward, step(), on every rank.
 class DistributedOptimizer {
  public:
+  // Throws kolo::Error (InvalidArgument) for options out of range, two parameters with one
+  // name, or kolo not initialised.
   DistributedOptimizer(Optimizer& optimizer, Module& net, const DistributedOptions& options = {});
   ~DistributedOptimizer();  // removes the hook, waits for handles still in flight
   DistributedOptimizer(const DistributedOptimizer&) = delete;
   DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
 
-  // Waits for every gradient of this pass (submitting any the hook has not seen), then
-  // applies the wrapped optimizer's update. With backward_passes_per_step = n, only every
-  // n-th call communicates and updates; returns whether this call did. Throws kolo::Error
-  // if a collective failed.
+  // Waits for every gradient of this pass (submitting any the hook has not seen, such as
+  // those of unused parameters), then applies the wrapped optimizer's update. With
+  // backward_passes_per_step = n, only every n-th call communicates and updates; returns
+  // whether this call did. Throws kolo::Error if a collective failed (the runtime's
+  // timeouts bound the wait); the gradients are then unusable, the next pass starts afresh.
   bool step();
-  // Waits for and applies the averaged gradients without updating (hvd's synchronize()).
+  // Averages the gradients accumulated so far now, without updating (hvd's synchronize()):
+  // for gradient clipping and the like between synchronize() and step(); that step()
+  // then updates without communicating again, even before the n-th pass.
   void synchronize();
-  // Zeroes the gradients, except between the passes of one accumulated step.
+  // Zeroes the gradients, except between the passes of one accumulated step. Throws
+  // kolo::Error if gradients are still being averaged (after backward, before step()).
   void zero_grad();
 
   Optimizer& optimizer() { return optimizer_; }
@@ -81,9 +90,13 @@ double scaled_lr(double base_lr);
 std::unique_ptr<LrSchedule> size_warmup(double warmup_epochs);
 
 // Overwrites every parameter and buffer (BN running stats) with root's, bit for bit.
+// Throws kolo::Error on every rank, changing nothing, if the ranks' nets differ in names
+// or shapes. Collective: call on every rank, before any rank has joined.
 void broadcast_parameters(Module& net, int root = 0);
 // Overwrites the optimizer's state (momentum buffers, step count, lr) with root's. Ranks
 // whose optimizer has no state yet (before the first step) receive root's, if any.
+// Throws kolo::Error on every rank if the optimizers differ in kind or parameters, or if
+// some rank cannot load root's state. Collective, as broadcast_parameters.
 void broadcast_optimizer_state(Optimizer& optimizer, int root = 0);
 
 // The average over ranks of a per-rank metric (loss, accuracy); name must be the same on
@@ -92,9 +105,24 @@ double average_metric(double value, const std::string& name);
 
 // Turns every BatchNorm2d in net into a synchronised one: batch statistics (and the
 // backward's sums) are reduced across ranks, as torch.nn.SyncBatchNorm and hvd.SyncBatchNorm.
+// In training mode each such layer then makes three blocking allreduces per pass (named
+// "syncbn/<layer>/..."), so every rank must run forward and backward on every pass (a
+// joined rank counts as an empty batch). Eval mode uses the running statistics, locally.
 void synchronize_batchnorm(Module& net);
 
-// Rank 0 only helpers for the usual "print and save on the root" pattern.
+// ---- rank 0 helpers, for the usual "print and save on the root" pattern ------------------
+
+// Whether this is rank 0 (true when kolo is not initialised: a single process is its own root).
 bool is_root();
+// Prints `line` and a newline to stdout on rank 0 only, flushed at once (ranks' outputs
+// interleave otherwise).
+void print_on_root(const std::string& line);
+// Rank 0 writes make_checkpoint(net, optimizer, epoch) to path with save_checkpoint (atomic:
+// a crash never leaves half a file under path); the other ranks return at once. Not a
+// collective, so it is safe after other ranks have joined; throws kolo::Error on rank 0 if
+// the file cannot be written.
+void save_checkpoint_on_root(Module& net, const Optimizer* optimizer, int64_t epoch, const std::string& path);
+// The same for a checkpoint with more in it (RNG states, metadata): `make` runs on rank 0 only.
+void save_checkpoint_on_root(const std::function<Checkpoint()>& make, const std::string& path);
 
 }  // namespace kolo::models

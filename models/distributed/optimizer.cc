@@ -1,0 +1,189 @@
+// DistributedOptimizer: Horovod's DistributedOptimizer over kolo's runtime. The net's
+// grad-ready hook submits each parameter's allreduce the moment backward has finished
+// that gradient (in place on p.grad, or on a float16 copy), so communication overlaps the
+// rest of backward; step() submits whatever the hook did not see, waits, and updates.
+//
+// Scaling, as Horovod does it (n = backward passes per step, f = predivide factor):
+//   Average: op Average, prescale 1/n                  -> Σ_r g_r / (n·size)
+//            with f != 1: op Sum, prescale 1/(f·n), postscale f/size (same value)
+//   Sum:     op Sum, prescale 1/n                      -> Σ_r g_r / n
+#include <cmath>
+#include <unordered_map>
+
+#include "kolo/models.h"
+#include "models/distributed/fp16.h"
+#include "models/distributed/handles.h"
+
+namespace kolo::models {
+namespace {
+
+[[noreturn]] void invalid(const std::string& what) {
+  throw Error(StatusCode::InvalidArgument, "kolo: DistributedOptimizer: " + what);
+}
+
+void check_options(const DistributedOptions& o) {
+  if (o.op != ReduceOp::Average && o.op != ReduceOp::Sum)
+    invalid(std::string("op must be average or sum, got ") + op_name(o.op));
+  const double f = o.gradient_predivide_factor;
+  if (!(f > 0) || !std::isfinite(f))
+    invalid("gradient_predivide_factor must be positive and finite, got " + std::to_string(f));
+  if (f != 1.0 && o.op != ReduceOp::Average)
+    invalid("gradient_predivide_factor " + std::to_string(f) + " needs op average (as in Horovod), got " +
+            op_name(o.op));
+  if (o.backward_passes_per_step < 1)
+    invalid("backward_passes_per_step must be at least 1, got " + std::to_string(o.backward_passes_per_step));
+  if (o.compression != Compression::None && o.compression != Compression::FP16)
+    invalid("unknown compression " + std::to_string(static_cast<int>(o.compression)));
+}
+
+}  // namespace
+
+struct DistributedOptimizer::Impl {
+  struct Slot {
+    explicit Slot(Parameter* p) : param(p) {}
+    Parameter* param;
+    Handle handle;
+    bool announced = false;      // the hook has fired for it in this pass
+    bool submitted = false;      // its allreduce is in flight (or done) for this step
+    std::vector<uint16_t> wire;  // Compression::FP16: what travels instead of p.grad
+  };
+
+  Impl(Module& net, const DistributedOptions& options) : net(net), options(options) {}
+
+  Module& net;
+  DistributedOptions options;
+  std::vector<Slot> slots;
+  std::unordered_map<const Parameter*, std::size_t> index;
+  int pass = 0;               // passes already accumulated into this step
+  bool synchronized = false;  // synchronize() has run for this step
+
+  AllreduceOptions reduce_options() const {
+    const double passes = pass + 1;  // the accumulated sum covers this pass and those before
+    const double f = options.gradient_predivide_factor;
+    if (options.op == ReduceOp::Average && f != 1.0) return {ReduceOp::Sum, 1.0 / (f * passes), f / size()};
+    return {options.op, 1.0 / passes, 1.0};
+  }
+
+  void submit(Slot& s) {
+    Tensor& grad = s.param->grad;
+    const std::string name = options.name_prefix + s.param->name;
+    AllreduceOptions reduce = reduce_options();
+    if (options.compression == Compression::FP16) {
+      s.wire.resize(static_cast<std::size_t>(grad.numel()));
+      fp16::compress(grad.data(), grad.numel(), reduce.prescale, s.wire.data());
+      reduce.prescale = 1.0;  // applied by compress
+      s.handle = allreduce_async(name, TensorView{s.wire.data(), DType::Float16, grad.shape()}, reduce);
+    } else {
+      s.handle = allreduce_async(name, grad.view(), reduce);
+    }
+    s.submitted = true;
+  }
+
+  void on_grad_ready(Parameter& p) {
+    const auto it = index.find(&p);
+    if (it == index.end()) return;  // not one of this optimizer's parameters
+    Slot& s = slots[it->second];
+    // A second announcement would race with the allreduce running on the same memory.
+    if (s.announced)
+      invalid("the gradient of '" + p.name +
+              "' was produced twice in one pass; call step() after each backward pass (with "
+              "backward_passes_per_step > 1, every step() call counts one pass)");
+    s.announced = true;
+    if (pass + 1 == options.backward_passes_per_step) submit(s);
+  }
+
+  // Submits what is missing, waits for everything, and brings float16 results back.
+  Status finish() {
+    std::vector<Handle> handles;
+    for (Slot& s : slots) {
+      if (!s.submitted) submit(s);
+      handles.push_back(s.handle);
+    }
+    const Status status = distributed_detail::wait_all(handles);
+    if (status.ok() && options.compression == Compression::FP16)
+      for (Slot& s : slots) fp16::decompress(s.wire.data(), s.param->grad.numel(), s.param->grad.data());
+    return status;
+  }
+
+  void end_pass() {
+    for (Slot& s : slots) s.announced = false;
+  }
+
+  void end_step() {
+    end_pass();
+    for (Slot& s : slots) {
+      s.submitted = false;
+      s.handle = Handle();
+    }
+    pass = 0;
+    synchronized = false;
+  }
+
+};
+
+DistributedOptimizer::DistributedOptimizer(Optimizer& optimizer, Module& net, const DistributedOptions& options)
+    : optimizer_(optimizer), impl_(std::make_unique<Impl>(net, options)) {
+  distributed_detail::require_initialized("DistributedOptimizer");
+  check_options(options);
+  std::unordered_map<std::string, const Parameter*> names;
+  for (Parameter* p : optimizer.parameters()) {
+    if (!p) invalid("the optimizer holds a null parameter");
+    if (!names.emplace(p->name, p).second)
+      invalid("two parameters are named '" + p->name + "'; gradients travel by name, so names must be unique");
+    if (p->grad.numel() != p->value.numel())
+      invalid("parameter '" + p->name + "' " + shape_string(p->value.shape()) + " has a gradient of " +
+              std::to_string(p->grad.numel()) + " values");
+    impl_->index.emplace(p, impl_->slots.size());
+    impl_->slots.emplace_back(p);
+  }
+  Impl* impl = impl_.get();
+  net.set_grad_ready_hook([impl](Parameter& p) { impl->on_grad_ready(p); });
+}
+
+DistributedOptimizer::~DistributedOptimizer() {
+  impl_->net.set_grad_ready_hook(nullptr);
+  // The runtime may still be writing into the gradients or the float16 copies.
+  std::vector<Handle> handles;
+  for (const Impl::Slot& s : impl_->slots)
+    if (s.submitted) handles.push_back(s.handle);
+  distributed_detail::wait_all(handles);
+}
+
+bool DistributedOptimizer::step() {
+  Impl& d = *impl_;
+  if (!d.synchronized && d.pass + 1 < d.options.backward_passes_per_step) {
+    ++d.pass;  // keep accumulating
+    d.end_pass();
+    return false;
+  }
+  synchronize();
+  d.end_step();  // before the update: an optimizer that throws must not leave this step open
+  optimizer_.step();
+  return true;
+}
+
+void DistributedOptimizer::synchronize() {
+  Impl& d = *impl_;
+  if (d.synchronized) return;
+  const Status status = d.finish();
+  if (!status.ok()) {
+    d.end_step();
+    throw Error(status.code(), "kolo: DistributedOptimizer: averaging the gradients failed: " + status.message());
+  }
+  d.synchronized = true;
+}
+
+void DistributedOptimizer::zero_grad() {
+  Impl& d = *impl_;
+  if (d.pass != 0) return;  // between the passes of one step: keep accumulating
+  for (const Impl::Slot& s : d.slots)
+    if (s.submitted && !d.synchronized)
+      invalid("zero_grad() after backward and before step(): the gradient of '" + s.param->name +
+              "' is being averaged; call step() (or synchronize()) first");
+  // After synchronize() without step(), the averaged gradients are discarded and the next
+  // backward starts a new step.
+  d.end_step();
+  optimizer_.zero_grad();
+}
+
+}  // namespace kolo::models
