@@ -344,6 +344,7 @@ int num_threads();
 
 }  // namespace kolo::models
 
+#include "kolo/models/amp.h"
 #include "kolo/models/checkpoint.h"
 #include "kolo/models/data.h"
 #include "kolo/models/optim.h"

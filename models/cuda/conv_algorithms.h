@@ -1,0 +1,77 @@
+// Which cuDNN algorithm each convolution uses: chosen once per shape, data type, layout
+// and pass by measuring the candidates (as torch.backends.cudnn.benchmark = True), then
+// remembered for the life of the process. Plain C++: the measuring is a Finder function
+// (cudnnFind*AlgorithmEx in models/cuda/conv.cc, a fake in the tests).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kolo/kolo.h"
+
+namespace kolo::models::cuda {
+
+enum class ConvPass : int { Forward, BackwardData, BackwardFilter };
+enum class Layout : int { NCHW, NHWC };
+
+struct ConvKey {
+  ConvPass pass = ConvPass::Forward;
+  int64_t batch = 0, in_channels = 0, height = 0, width = 0;
+  int64_t out_channels = 0, kernel = 0, stride = 1, padding = 0;
+  DType dtype = DType::Float32;  // of x, w and y (accumulation is always float32)
+  Layout layout = Layout::NCHW;
+  bool operator==(const ConvKey&) const = default;
+};
+std::string to_string(const ConvKey& key);  // "forward float16 NHWC x[64,3,224,224] w[64,3,7,7] s2 p3"
+
+struct ConvKeyHash {
+  std::size_t operator()(const ConvKey& k) const;
+};
+
+// One measured algorithm, as cudnnConvolution*AlgoPerf_t reports it.
+struct AlgoCandidate {
+  int algorithm = 0;           // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  bool ok = false;             // status == CUDNN_STATUS_SUCCESS
+  float time_ms = 0;
+  std::size_t workspace_bytes = 0;
+  int math_type = 0;           // cudnnMathType_t the time was measured with
+};
+
+struct ConvChoice {
+  int algorithm = 0;
+  std::size_t workspace_bytes = 0;
+  int math_type = 0;
+};
+
+class ConvAlgorithmCache {
+ public:
+  // Measures the candidates for a key, allowed at most workspace_limit bytes of workspace.
+  using Finder = std::function<std::vector<AlgoCandidate>(const ConvKey& key, std::size_t workspace_limit)>;
+
+  explicit ConvAlgorithmCache(std::size_t workspace_limit) : workspace_limit_(workspace_limit) {}
+
+  // The remembered choice for `key`; on the first request, the fastest candidate of
+  // find(key) that succeeded within the workspace limit. Throws kolo::Error naming the
+  // convolution when there is none. Concurrent first requests for one key search once.
+  ConvChoice choose(const ConvKey& key, const Finder& find);
+
+  std::size_t workspace_limit() const { return workspace_limit_; }
+  std::size_t size() const;
+  int64_t searches() const;  // how many times a finder ran
+
+ private:
+  std::size_t workspace_limit_;
+  mutable std::mutex mutex_;
+  std::unordered_map<ConvKey, ConvChoice, ConvKeyHash> choices_;
+  int64_t searches_ = 0;
+};
+
+// The fastest successful candidate within the limit, or false.
+bool pick_fastest(const std::vector<AlgoCandidate>& candidates, std::size_t workspace_limit, ConvChoice& choice);
+
+}  // namespace kolo::models::cuda
