@@ -1,0 +1,68 @@
+# shellcheck shell=bash
+# What the fake-cluster scripts in tools/cluster/ share (sourced, not run):
+#   cluster_log / cluster_die    messages prefixed with the script's name
+#   cluster_missing CODE MSG     "cannot run here": prints MSG and exits with CODE (77 by
+#                                default), which CTest reads as SKIP (SKIP_RETURN_CODE)
+#   cluster_need_root            SKIP unless root (namespaces, daemons, tc need it)
+#   cluster_install PKG...       apt-get install the missing Debian packages, waiting for a
+#                                dpkg lock held by someone else; SKIP if that cannot work
+#   cluster_stop_pid PID         TERM, wait up to 10 s, then KILL - one process we started
+#   cluster_free_port_base N     a port P such that P..P+N-1 have no listener
+set -euo pipefail
+
+CLUSTER_SCRIPT="$(basename "$0")"
+CLUSTER_SKIP="${KOLO_CLUSTER_SKIP_CODE:-77}"
+
+cluster_log() { printf '[%s] %s\n' "$CLUSTER_SCRIPT" "$*" >&2; }
+cluster_die() { printf '[%s] error: %s\n' "$CLUSTER_SCRIPT" "$*" >&2; exit 1; }
+cluster_missing() { printf '[%s] SKIP: %s\n' "$CLUSTER_SCRIPT" "$*" >&2; exit "$CLUSTER_SKIP"; }
+
+cluster_need_root() {
+  [[ "$(id -u)" == 0 ]] || cluster_missing "needs root (network namespaces, daemons, tc); running as $(id -un)"
+}
+
+# $1... Debian package names; installs those dpkg does not list as installed.
+cluster_install() {
+  local missing=() p
+  for p in "$@"; do
+    [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" == "install ok installed" ]] || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  command -v apt-get >/dev/null || cluster_missing "Debian packages ${missing[*]} are missing and there is no apt-get"
+  cluster_log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # Another apt-get (a parallel test, unattended upgrades) may hold the dpkg lock for a
+  # while: -o DPkg::Lock::Timeout waits for it instead of failing at once.
+  local i
+  for i in 1 2 3; do
+    if timeout 300 apt-get -o DPkg::Lock::Timeout=120 update -qq &&
+       timeout 600 apt-get -o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends "${missing[@]}"; then
+      return 0
+    fi
+    cluster_log "apt-get failed (try $i of 3)"; sleep 5
+  done
+  cluster_missing "cannot install Debian packages ${missing[*]} (apt-get failed; no network or repository?)"
+}
+
+cluster_stop_pid() {
+  local pid="$1" i
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+# Several clusters may run at once (two build folders' test suites): each takes a block
+# of ports nobody listens on. A race with another starter is possible but the daemons then
+# fail to bind and the caller sees it.
+cluster_free_port_base() {
+  local n="$1" base listening
+  listening="$(ss -Htln 2>/dev/null | awk '{n = split($4, a, ":"); print a[n]}' | sort -u)"
+  for base in $(seq 20000 500 40000); do
+    if ! awk -v lo="$base" -v hi="$((base + n - 1))" '$1 >= lo && $1 <= hi { found = 1 } END { exit !found }' \
+           <<<"$listening"; then
+      echo "$base"; return 0
+    fi
+  done
+  cluster_die "no free block of $n ports between 20000 and 40000"
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# slurm-up.sh - a throw-away SLURM cluster on this one machine: munged, slurmctld and one
+# slurmd per logical node (node0, node1, ...), as root, without systemd and without
+# touching /etc. Everything (configs, keys, sockets, logs, pid files) lives in STATE_DIR.
+#
+#   tools/cluster/slurm-up.sh [--nodes 2] [--cpus 2] STATE_DIR
+#   source STATE_DIR/env.sh          # SLURM_CONF for srun, sbatch, sinfo, scontrol
+#   srun --mpi=pmix -N 2 -n 4 build/examples/allreduce_demo
+#   tools/cluster/slurm-down.sh STATE_DIR
+#
+# Idempotent: a cluster already running in STATE_DIR is left as it is. If anything fails
+# half-way, what was started is stopped again. Exit 77 (SKIP for CTest) when this machine
+# cannot run it (not root, packages not installable). Several clusters can run at once in
+# different STATE_DIRs (each takes its own free ports).
+#
+# Facts this rests on (Debian 12, SLURM 22.05, Open MPI 4.1):
+#  - two slurmd on one host work with the stock build when each node has its own
+#    NodeHostname, Port, and %n in the spool dir, pid file and log (slurmd -N nodeX);
+#  - mpi/pmix puts per-step dirs under TmpFS (default /tmp): the second slurmd then fails
+#    with "File exists", hence TmpFS=STATE_DIR/tmp/%n;
+#  - Open MPI's shared-memory segments are named after host name, job and local rank in
+#    /dev/shm, so ranks of two logical nodes collide (SIGSEGV in vader) unless a TaskProlog
+#    gives each node its own backing directory;
+#  - Debian's Open MPI has no SLURM PMI-1/2 support: srun needs --mpi=pmix (MpiDefault here).
+source "$(dirname "$0")/lib.sh"
+
+nodes=2 cpus=2
+while (($# > 1)); do
+  case "$1" in
+    --nodes) nodes="$2"; shift 2 ;;
+    --cpus) cpus="$2"; shift 2 ;;
+    *) cluster_die "unknown option $1 (usage: slurm-up.sh [--nodes N] [--cpus C] STATE_DIR)" ;;
+  esac
+done
+(($# == 1)) || cluster_die "usage: slurm-up.sh [--nodes N] [--cpus C] STATE_DIR"
+[[ "$nodes" =~ ^[1-9][0-9]?$ && "$cpus" =~ ^[1-9][0-9]?$ ]] || cluster_die "--nodes and --cpus take 1..99"
+D="$1"
+# Unix sockets (munge, pmix) live under D and their paths must stay under 108 bytes.
+((${#D} <= 48)) || cluster_die "STATE_DIR '$D' is too long (${#D} > 48 characters; sockets go under it)"
+
+cluster_need_root
+cluster_install slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev openmpi-bin
+# slurm's mpi/pmix plugin dlopen()s the unversioned libpmix.so that only libpmix-dev ships.
+compgen -G "/usr/lib/*/libpmix.so" >/dev/null || cluster_missing "libpmix.so not found (package libpmix-dev)"
+
+alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+if alive "$D/munged.pid" && alive "$D/slurmctld.pid" && [[ -f "$D/env.sh" ]]; then
+  cluster_log "already running in $D"; exit 0
+fi
+# Leftovers of a run that died half-way: stop them and start clean.
+[[ -d "$D" ]] && "$(dirname "$0")/slurm-down.sh" "$D" >/dev/null 2>&1
+trap '(($? == 0)) || { cluster_log "failed; logs:"; tail -n 5 "$D"/log/*.log >&2 2>/dev/null; "$(dirname "$0")/slurm-down.sh" "$D" >/dev/null 2>&1; }' EXIT
+
+mkdir -p "$D"/{munge,ctld,log,spool,tmp}
+chmod 700 "$D" "$D/munge"
+ports="$(cluster_free_port_base 400)"   # ctld, one per slurmd, then srun's range
+
+# ---- munge: a private key and socket (never /etc/munge or /run/munge)
+dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$D/munge/munge.key"
+munged --force --key-file="$D/munge/munge.key" --socket="$D/munge/munge.socket" \
+  --pid-file="$D/munged.pid" --log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed"
+for _ in $(seq 50); do [[ -S "$D/munge/munge.socket" ]] && break; sleep 0.1; done
+timeout 5 munge -S "$D/munge/munge.socket" -n </dev/null | timeout 5 unmunge -S "$D/munge/munge.socket" >/dev/null ||
+  cluster_die "munge does not answer (see $D/log/munged.log)"
+
+# ---- configuration
+{
+  cat <<CONF
+ClusterName=kolo
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$ports
+SrunPortRange=$((ports + 100))-$((ports + 399))
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$D/munge/munge.socket
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$D/ctld
+SlurmdSpoolDir=$D/spool/%n
+TmpFS=$D/tmp/%n
+SlurmctldPidFile=$D/slurmctld.pid
+SlurmdPidFile=$D/slurmd.%n.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdLogFile=$D/log/slurmd.%n.log
+TaskProlog=$D/task_prolog.sh
+# No cgroup confinement (one kernel shared by all nodes); CPUs may exceed the real cores.
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmdParameters=config_overrides
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=pmix
+ReturnToService=2
+MailProg=/bin/true
+KillWait=5
+InactiveLimit=0
+# sbatch --wait polls every 2 s only while that is under MinJobAge/2, then every 8, 32 s.
+MinJobAge=5
+SlurmdTimeout=60
+CONF
+  for ((i = 0; i < nodes; i++)); do
+    echo "NodeName=node$i NodeHostname=node$i NodeAddr=127.0.0.1 Port=$((ports + 1 + i)) CPUs=$cpus RealMemory=1000 State=UNKNOWN"
+  done
+  echo "PartitionName=debug Nodes=node[0-$((nodes - 1))] Default=YES MaxTime=INFINITE State=UP"
+} >"$D/slurm.conf"
+# 22.05 always loads a cgroup plugin (CgroupPlugin=disabled came in 23.x); autodetect works.
+echo "CgroupAutomount=yes" >"$D/cgroup.conf"
+# slurmstepd adds the "export K=V" lines a TaskProlog prints to the task's environment.
+cat >"$D/task_prolog.sh" <<'PROLOG'
+#!/bin/sh
+d="$(dirname "$0")/tmp/${SLURMD_NODENAME:-unknown}"
+mkdir -p "$d"
+echo "export TMPDIR=$d"
+echo "export OMPI_MCA_btl_vader_backing_directory=$d"
+PROLOG
+chmod 755 "$D/task_prolog.sh"
+echo "export SLURM_CONF=$D/slurm.conf" >"$D/env.sh"
+export SLURM_CONF="$D/slurm.conf"
+
+# ---- daemons: the controller, then one slurmd per logical node
+slurmctld -f "$SLURM_CONF" -i -c
+for _ in $(seq 100); do timeout 5 scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
+alive "$D/slurmctld.pid" || cluster_die "slurmctld did not start"
+for ((i = 0; i < nodes; i++)); do
+  mkdir -p "$D/spool/node$i" "$D/tmp/node$i"
+  slurmd -f "$SLURM_CONF" -N "node$i"
+done
+idle=0
+for _ in $(seq 150); do
+  idle="$(timeout 5 sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle' || true)"
+  ((idle >= nodes)) && break
+  sleep 0.2
+done
+((idle >= nodes)) || cluster_die "only $idle of $nodes nodes became idle"
+cluster_log "$nodes nodes x $cpus CPUs up (ports $ports..); source $D/env.sh"
