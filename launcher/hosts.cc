@@ -1,0 +1,101 @@
+#include "hosts.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "kolo/kolo.h"
+
+namespace kolo::launcher {
+namespace {
+
+[[noreturn]] void bad_hosts(const std::string& origin, const std::string& message) {
+  throw Error(StatusCode::InvalidArgument, "kolorun: " + origin + ": " + message);
+}
+
+int parse_slots(const std::string& text, const std::string& origin, const std::string& entry) {
+  size_t used = 0;
+  int slots = 0;
+  try {
+    slots = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || slots <= 0)
+    bad_hosts(origin, "bad slot count '" + text + "' in '" + entry +
+                          "': expected a whole number >= 1");
+  return slots;
+}
+
+// "host" or "host:N".
+HostSlots parse_host_entry(const std::string& entry, const std::string& origin,
+                           std::optional<int> slots_when_missing) {
+  const size_t colon = entry.rfind(':');
+  HostSlots result{entry.substr(0, colon), slots_when_missing};
+  if (colon != std::string::npos)
+    result.slots = parse_slots(entry.substr(colon + 1), origin, entry);
+  if (result.host.empty()) bad_hosts(origin, "empty host name in '" + entry + "'");
+  return result;
+}
+
+}  // namespace
+
+std::vector<HostSlots> parse_host_list(const std::string& text) {
+  if (text.empty()) bad_hosts("-H", "no hosts given");
+  std::vector<HostSlots> hosts;
+  for (size_t start = 0, comma = 0; comma != std::string::npos; start = comma + 1) {
+    comma = text.find(',', start);
+    const std::string entry = text.substr(start, comma - start);
+    if (entry.empty()) bad_hosts("-H", "empty entry in '" + text + "'");
+    hosts.push_back(parse_host_entry(entry, "-H", 1));
+  }
+  return hosts;
+}
+
+std::vector<HostSlots> parse_hostfile_text(const std::string& text, const std::string& origin) {
+  std::vector<HostSlots> hosts;
+  std::istringstream lines(text);
+  int line_number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++line_number;
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string first;
+    if (!(words >> first)) continue;
+    const std::string where = origin + " line " + std::to_string(line_number);
+    HostSlots host = parse_host_entry(first, where, std::nullopt);
+    for (std::string word; words >> word;)
+      if (word.rfind("slots=", 0) == 0) host.slots = parse_slots(word.substr(6), where, word);
+    hosts.push_back(host);
+  }
+  if (hosts.empty()) bad_hosts(origin, "no hosts in the file");
+  return hosts;
+}
+
+std::vector<HostSlots> read_hostfile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) bad_hosts("--hostfile", "cannot read '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_hostfile_text(text.str(), "hostfile '" + path + "'");
+}
+
+std::optional<int> total_slots(const std::vector<HostSlots>& hosts) {
+  int total = 0;
+  for (const HostSlots& host : hosts) {
+    if (!host.slots) return std::nullopt;
+    total += *host.slots;
+  }
+  return total;
+}
+
+std::string format_host_list(const std::vector<HostSlots>& hosts) {
+  std::string text;
+  for (const HostSlots& host : hosts) {
+    if (!text.empty()) text += ",";
+    text += host.host;
+    if (host.slots) text += ":" + std::to_string(*host.slots);
+  }
+  return text;
+}
+
+}  // namespace kolo::launcher

@@ -1,0 +1,51 @@
+// The mpirun command line, modelled on horovodrun's (horovod/runner/mpi_run.py) for
+// Open MPI 4.1.
+#include "command.h"
+
+namespace kolo::launcher {
+
+LaunchCommand build_mpirun_command(const LaunchOptions& o, const std::vector<HostSlots>& hosts,
+                                   const LaunchContext& context) {
+  LaunchCommand command;
+  command.launcher = Launcher::Mpirun;
+  std::vector<std::string>& argv = command.argv;
+  argv.push_back(context.mpirun);
+  if (context.running_as_root) {
+    // The flag for mpirun itself; the variables for wrappers and nested launches.
+    argv.push_back("--allow-run-as-root");
+    command.set.push_back({"OMPI_ALLOW_RUN_AS_ROOT", "1"});
+    command.set.push_back({"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"});
+  }
+  // "[1,R]<stdout>:" on every line: how kolorun tells the ranks' output apart
+  // (output_parser.h says why this and not --output-filename).
+  argv.push_back("--tag-output");
+  argv.insert(argv.end(), {"-np", std::to_string(o.num_ranks)});
+  if (!o.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", o.hostfile});
+  else if (!hosts.empty()) argv.insert(argv.end(), {"-H", format_host_list(hosts)});
+  // Ranks fill each host's slots in order and are not pinned: kolo's background thread
+  // and the framework's own threads need more than the one core binding would give.
+  argv.insert(argv.end(), {"-bind-to", "none", "-map-by", "slot"});
+  // Without hosts, mpirun's slots are this machine's cores.
+  if (hosts.empty() && o.num_ranks > context.local_cores) argv.push_back("--oversubscribe");
+  if (!o.network_interface.empty()) {
+    argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", o.network_interface});
+    argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", o.network_interface});
+  }
+  // Inside an allocation the TaskProlog gives each node its own shared-memory directory;
+  // mpirun would copy this node's to every node (docs/launcher.md, SLURM).
+  if (find_variable(context.environment, "SLURM_JOB_ID") &&
+      find_variable(context.environment, "OMPI_MCA_btl_vader_backing_directory"))
+    command.unset.push_back("OMPI_MCA_btl_vader_backing_directory");
+
+  const std::vector<EnvVar> from_flags = variables_from_flags(o);
+  for (const std::string& name : forwarded_variable_names(context.environment, from_flags))
+    argv.insert(argv.end(), {"-x", name});
+  for (const EnvVar& var : from_flags) argv.insert(argv.end(), {"-x", var.name + "=" + var.value});
+  argv.insert(argv.end(), o.mpi_args.begin(), o.mpi_args.end());
+
+  const std::vector<std::string> ranks = rank_command(o, context);
+  argv.insert(argv.end(), ranks.begin(), ranks.end());
+  return command;
+}
+
+}  // namespace kolo::launcher

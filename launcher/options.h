@@ -1,0 +1,53 @@
+// kolorun's command line: what the user asked for, before anything is checked against
+// the machine. Flags map to horovodrun's (docs/launcher.md has the table).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kolo::launcher {
+
+enum class LauncherChoice { Auto, Mpirun, Srun };
+
+struct LaunchOptions {
+  int num_ranks = 0;                 // -np
+  std::string hosts;                 // -H host1:slots,host2:slots
+  std::string hostfile;              // --hostfile F
+  LauncherChoice launcher = LauncherChoice::Auto;
+  bool verbose = false;
+  bool dry_run = false;
+  bool check_build = false;
+
+  // Runtime settings, forwarded to every rank as KOLO_ variables (environment.cc).
+  // Unset: the ranks' own environment (or kolo's default) decides.
+  std::optional<double> fusion_threshold_mb;
+  std::optional<double> cycle_time_ms;
+  std::optional<long long> cache_capacity;
+  bool disable_cache = false;
+  std::string timeline_filename;
+  bool hierarchical_allreduce = false;
+  bool hierarchical_allgather = false;
+  std::string log_level;             // lower case
+  bool autotune = false;
+  std::string autotune_log_file;
+  bool no_stall_check = false;
+  std::optional<double> stall_check_warning_seconds;
+  std::optional<double> stall_check_shutdown_seconds;
+
+  // How the job is started and watched.
+  std::string network_interface;     // --network-interface eth0 or 10.0.0.0/24
+  double start_timeout_seconds = 30; // 0: no bound
+  double kill_grace_seconds = 10;    // SIGTERM to the launcher, then SIGKILL after this
+  std::string output_filename;       // directory for per-rank logs
+  std::vector<std::string> mpi_args; // --mpi-args, split on spaces, given to mpirun/srun
+
+  std::vector<std::string> command;  // the program and its arguments
+};
+
+// Parses kolorun's arguments (argv without argv[0]). Returns nullopt when the user
+// only asked for --help (already printed to stdout). Throws kolo::Error
+// (InvalidArgument) naming the bad flag or value.
+std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& args);
+
+}  // namespace kolo::launcher

@@ -1,0 +1,35 @@
+// The srun command line inside a SLURM allocation. Debian's Open MPI talks to Slurm
+// only through PMIx: `--mpi=pmi2` fails with "OMPI was not built with SLURM's PMI
+// support" (shared/infra/README.md, section 1).
+#include "command.h"
+
+#include "kolo/kolo.h"
+
+namespace kolo::launcher {
+
+LaunchCommand build_srun_command(const LaunchOptions& o, const std::vector<HostSlots>& hosts,
+                                 const LaunchContext& context) {
+  if (!hosts.empty())
+    throw Error(StatusCode::InvalidArgument,
+                "kolorun: -H/--hostfile cannot be used with srun: srun runs the ranks on the "
+                "allocation's nodes. Choose nodes with salloc/sbatch, or use --launcher mpirun.");
+  LaunchCommand command;
+  command.launcher = Launcher::Srun;
+  // srun exports its whole environment to the tasks (--export=ALL is the default), so
+  // the variables go into its environment rather than onto its command line.
+  command.set = variables_from_flags(o);
+  if (!o.network_interface.empty()) {
+    command.set.push_back({"OMPI_MCA_btl_tcp_if_include", o.network_interface});
+    command.set.push_back({"OMPI_MCA_oob_tcp_if_include", o.network_interface});
+  }
+  // --label: "R: " before every line, how kolorun tells the ranks' output apart;
+  // --kill-on-bad-exit: one failed rank ends the step at once, as under mpirun.
+  command.argv = {context.srun, "--mpi=pmix", "-n", std::to_string(o.num_ranks), "--label",
+                  "--kill-on-bad-exit=1"};
+  command.argv.insert(command.argv.end(), o.mpi_args.begin(), o.mpi_args.end());
+  const std::vector<std::string> ranks = rank_command(o, context);
+  command.argv.insert(command.argv.end(), ranks.begin(), ranks.end());
+  return command;
+}
+
+}  // namespace kolo::launcher

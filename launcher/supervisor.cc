@@ -1,0 +1,257 @@
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include "kolo/kolo.h"
+#include "rank_exec.h"
+#include "signal_pipe.h"
+
+namespace kolo::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After the launcher exits, how long its output pipes may stay open (held by some
+// process it left behind) before kolorun stops reading them.
+constexpr std::chrono::seconds kDrainBound{2};
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& words) {
+  std::vector<char*> pointers;
+  for (const std::string& word : words) pointers.push_back(const_cast<char*>(word.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+struct Pipe {
+  int read = -1, write = -1;
+  Pipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      throw std::system_error(errno, std::generic_category(), "kolorun: pipe");
+    read = fds[0];
+    write = fds[1];
+  }
+};
+
+// The launcher runs in a process group of its own: a Ctrl-C on the terminal reaches
+// kolorun alone, which forwards it, and SIGKILL can reach the launcher and whatever
+// helper it started in its group (a wrapper script, its children) at once. Open MPI
+// gives each rank its own group, so the ranks are stopped by mpirun, or in the last
+// resort by pid (kill_local_ranks).
+pid_t spawn(const std::vector<std::string>& argv, const Environment& env, const Pipe& out,
+            const Pipe& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out.write, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err.write, STDERR_FILENO);
+  // A process group that is not the terminal's foreground group is stopped (SIGTTIN)
+  // when it reads the terminal; so the job's stdin is the terminal only when it is not one.
+  if (::isatty(STDIN_FILENO))
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  sigset_t signals;
+  sigemptyset(&signals);
+  posix_spawnattr_setsigmask(&attributes, &signals);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&signals, signal);
+  posix_spawnattr_setsigdefault(&attributes, &signals);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                            POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  const int error = posix_spawnp(&pid, argv[0].c_str(), &actions, &attributes,
+                                 c_strings(argv).data(), c_strings(env).data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (error != 0)
+    throw Error(StatusCode::InvalidArgument,
+                "kolorun: cannot start '" + argv[0] + "': " + std::strerror(error));
+  return pid;
+}
+
+class Watch {
+ public:
+  Watch(pid_t pid, SignalPipe& signals, std::unique_ptr<OutputParser> (*make_parser)(),
+        JobOutput& output, const SupervisorSettings& settings, Pipe& out, Pipe& err)
+      : pid_(pid), signals_(signals), output_(output), settings_(settings) {
+    streams_[0] = {out.read, make_parser(), Stream::Stdout};
+    streams_[1] = {err.read, make_parser(), Stream::Stderr};
+    if (settings.start_timeout_seconds > 0) start_deadline_ = after(settings.start_timeout_seconds);
+  }
+
+  JobEnd run() {
+    std::optional<Clock::time_point> drain_deadline;
+    while (true) {
+      poll_once();
+      for (int signal : signals_.take())
+        if (signal != SIGCHLD) on_stop_request(signal);
+      reap();
+      if (exited_ && !drain_deadline) drain_deadline = Clock::now() + kDrainBound;
+      if (exited_ && (all_streams_closed() || Clock::now() >= *drain_deadline)) break;
+      check_deadlines();
+    }
+    for (auto& stream : streams_) close_stream(stream);
+    output_.flush();
+    return end_;
+  }
+
+ private:
+  struct StreamState {
+    int fd = -1;
+    std::unique_ptr<OutputParser> parser;
+    Stream stream = Stream::Stdout;
+  };
+
+  void poll_once() {
+    pollfd fds[3] = {{signals_.fd(), POLLIN, 0}, {streams_[0].fd, POLLIN, 0},
+                     {streams_[1].fd, POLLIN, 0}};
+    ::poll(fds, 3, next_timeout_ms());
+    for (int i = 0; i < 2; ++i)
+      if (fds[i + 1].revents != 0) read_stream(streams_[i]);
+  }
+
+  int next_timeout_ms() const {
+    // Wake at least once a second: the exit of the launcher is also checked by waitpid.
+    auto next = Clock::now() + std::chrono::seconds(1);
+    if (start_deadline_ && *start_deadline_ < next) next = *start_deadline_;
+    if (kill_deadline_ && *kill_deadline_ < next) next = *kill_deadline_;
+    if (exited_) next = std::min(next, Clock::now() + std::chrono::milliseconds(50));
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+    return static_cast<int>(std::max<long long>(0, ms.count()));
+  }
+
+  void read_stream(StreamState& s) {
+    char buffer[65536];
+    const ssize_t n = ::read(s.fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) return;
+    if (n <= 0) return close_stream(s);
+    for (const OutputPiece& piece : s.parser->feed(std::string_view(buffer, n)))
+      output_.add(s.stream, piece);
+    output_.flush();
+  }
+
+  void close_stream(StreamState& s) {
+    if (s.fd < 0) return;
+    for (const OutputPiece& piece : s.parser->finish()) output_.add(s.stream, piece);
+    ::close(s.fd);
+    s.fd = -1;  // poll() ignores negative descriptors
+  }
+
+  bool all_streams_closed() const { return streams_[0].fd < 0 && streams_[1].fd < 0; }
+
+  void reap() {
+    if (exited_) return;
+    siginfo_t info = {};
+    if (::waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid_)
+      return;
+    // Whatever the launcher leaves in its group (a wrapper's children, say) would be
+    // orphaned: kill it now, while the unreaped launcher keeps the group id from reuse.
+    ::killpg(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    exited_ = true;
+    end_.launcher_exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    start_deadline_.reset();
+    kill_deadline_.reset();
+  }
+
+  void on_stop_request(int signal) {
+    if (exited_) return;
+    if (stopping_) {  // a second Ctrl-C: no more waiting
+      std::fprintf(stderr, "kolorun: signal %d again: killing the job now\n", signal);
+      return kill_everything();
+    }
+    end_.reason = JobEnd::Reason::Interrupted;
+    end_.received_signal = signal;
+    stop(signal == SIGINT ? settings_.interrupt_signal : signal,
+         std::string("got SIG") + sigabbrev_np(signal));
+  }
+
+  void check_deadlines() {
+    const auto now = Clock::now();
+    if (end_.seconds_to_start < 0 && output_.ranks_not_started().empty()) {
+      end_.seconds_to_start = std::chrono::duration<double>(now - launched_).count();
+      start_deadline_.reset();  // every rank is running
+    }
+    if (exited_) return;
+    if (start_deadline_ && now >= *start_deadline_ && !stopping_) {
+      start_deadline_.reset();
+      end_.reason = JobEnd::Reason::StartTimeout;
+      stop(SIGTERM, "not every rank started within the start timeout");
+    }
+    if (kill_deadline_ && now >= *kill_deadline_) {
+      std::fprintf(stderr, "kolorun: %s did not stop within %g s: killing it\n",
+                   settings_.launcher_name.c_str(), settings_.kill_grace_seconds);
+      kill_everything();
+    }
+  }
+
+  void stop(int signal, const std::string& why) {
+    stopping_ = true;
+    start_deadline_.reset();
+    std::fprintf(stderr, "kolorun: %s; sending SIG%s to %s (pid %d), SIGKILL after %g s\n",
+                 why.c_str(), sigabbrev_np(signal), settings_.launcher_name.c_str(),
+                 static_cast<int>(pid_), settings_.kill_grace_seconds);
+    ::kill(pid_, signal);
+    kill_deadline_ = after(settings_.kill_grace_seconds);
+  }
+
+  void kill_everything() {
+    kill_deadline_.reset();
+    end_.killed = true;
+    ::killpg(pid_, SIGKILL);
+    kill_local_ranks();
+  }
+
+  // Ranks on this host that reported their start, if still the same processes (the
+  // start time tells a reused pid apart). Ranks on other hosts are mpirun's to stop.
+  void kill_local_ranks() {
+    const std::string here = this_host_name();
+    for (const auto& [rank, start] : output_.starts())
+      if (start.host == here && start.start_ticks != 0 &&
+          process_start_ticks(start.pid) == start.start_ticks)
+        ::kill(static_cast<pid_t>(start.pid), SIGKILL);
+  }
+
+  pid_t pid_;
+  SignalPipe& signals_;
+  JobOutput& output_;
+  const SupervisorSettings& settings_;
+  StreamState streams_[2];
+  JobEnd end_;
+  bool exited_ = false;
+  bool stopping_ = false;
+  Clock::time_point launched_ = Clock::now();
+  std::optional<Clock::time_point> start_deadline_;
+  std::optional<Clock::time_point> kill_deadline_;
+};
+
+}  // namespace
+
+JobEnd supervise(const std::vector<std::string>& argv, const Environment& env,
+                 std::unique_ptr<OutputParser> (*make_parser)(), JobOutput& output,
+                 const SupervisorSettings& settings) {
+  SignalPipe signals;  // before the launcher exists, so that no stop request is missed
+  Pipe out, err;
+  const pid_t pid = spawn(argv, env, out, err);
+  ::close(out.write);
+  ::close(err.write);
+  return Watch(pid, signals, make_parser, output, settings, out, err).run();
+}
+
+}  // namespace kolo::launcher

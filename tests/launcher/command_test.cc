@@ -1,0 +1,223 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "command.h"
+#include "kolo/kolo.h"
+
+using namespace kolo::launcher;
+using Catch::Matchers::Contains;
+
+namespace Catch {
+template <>
+struct StringMaker<EnvVar> {
+  static std::string convert(const EnvVar& var) { return var.name + "=" + var.value; }
+};
+}  // namespace Catch
+
+namespace {
+
+using Words = std::vector<std::string>;
+
+LaunchOptions options_for(int np, Words program = {"train", "--epochs", "1"}) {
+  LaunchOptions o;
+  o.num_ranks = np;
+  o.command = std::move(program);
+  return o;
+}
+
+LaunchContext machine(Environment env = {"PATH=/usr/bin", "HOME=/root"}) {
+  LaunchContext context;
+  context.environment = std::move(env);
+  context.local_cores = 2;
+  context.kolorun_path = "/opt/kolo/bin/kolorun";
+  return context;
+}
+
+// Whether `piece` occurs in `words` as consecutive words.
+bool has_piece(const Words& words, const Words& piece) {
+  return std::search(words.begin(), words.end(), piece.begin(), piece.end()) != words.end();
+}
+
+bool has_word(const Words& words, const std::string& word) { return has_piece(words, {word}); }
+
+const Words kRanks = {"/opt/kolo/bin/kolorun", "--rank-exec", "train", "--epochs", "1"};
+
+Words concat(Words a, const Words& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("mpirun as horovodrun runs it: tagged output, slots filled in order, no binding",
+          "[command]") {
+  const LaunchCommand c = build_mpirun_command(options_for(2), {}, machine());
+  CHECK(c.argv == concat({"mpirun", "--tag-output", "-np", "2", "-bind-to", "none", "-map-by", "slot"},
+                         kRanks));
+  CHECK(c.set.empty());
+  CHECK(c.unset.empty());
+  CHECK(format_command(c) ==
+        "mpirun --tag-output -np 2 -bind-to none -map-by slot /opt/kolo/bin/kolorun --rank-exec "
+        "train --epochs 1");
+}
+
+TEST_CASE("as root mpirun gets --allow-run-as-root and the OMPI_ALLOW_RUN_AS_ROOT variables",
+          "[command]") {
+  LaunchContext context = machine();
+  context.running_as_root = true;
+  const LaunchCommand c = build_mpirun_command(options_for(2), {}, context);
+  CHECK(has_piece(c.argv, {"mpirun", "--allow-run-as-root", "--tag-output"}));
+  CHECK(c.set == std::vector<EnvVar>{{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                                     {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  CHECK_THAT(format_command(c), Contains("env OMPI_ALLOW_RUN_AS_ROOT=1 "
+                                         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun "));
+}
+
+TEST_CASE("mpirun gets --oversubscribe only for more ranks than local cores and no host list", "[command]") {
+  CHECK_FALSE(has_word(build_mpirun_command(options_for(2), {}, machine()).argv, "--oversubscribe"));
+  CHECK(has_word(build_mpirun_command(options_for(3), {}, machine()).argv, "--oversubscribe"));
+  const std::vector<HostSlots> hosts = {{"node0", 2}, {"node1", 2}};
+  const LaunchCommand c = build_mpirun_command(options_for(4), hosts, machine());
+  CHECK_FALSE(has_word(c.argv, "--oversubscribe"));
+  CHECK(has_piece(c.argv, {"-np", "4", "-H", "node0:2,node1:2", "-bind-to", "none"}));
+}
+
+TEST_CASE("a hostfile goes to mpirun as it is", "[command]") {
+  LaunchOptions o = options_for(4);
+  o.hostfile = "/etc/kolo/hosts";
+  const LaunchCommand c = build_mpirun_command(o, {{"node0", 4}}, machine());
+  CHECK(has_piece(c.argv, {"-np", "4", "--hostfile", "/etc/kolo/hosts", "-bind-to"}));
+  CHECK_FALSE(has_word(c.argv, "-H"));
+}
+
+TEST_CASE("the network interface restricts MPI's TCP and, for names, NCCL's sockets", "[command]") {
+  LaunchOptions o = options_for(2);
+  o.network_interface = "eth1";
+  LaunchCommand c = build_mpirun_command(o, {}, machine());
+  CHECK(has_piece(c.argv, {"--mca", "btl_tcp_if_include", "eth1", "--mca", "oob_tcp_if_include", "eth1"}));
+  CHECK(has_piece(c.argv, {"-x", "NCCL_SOCKET_IFNAME=eth1"}));
+  o.network_interface = "10.77.0.0/24";
+  c = build_mpirun_command(o, {}, machine());
+  CHECK(has_piece(c.argv, {"--mca", "btl_tcp_if_include", "10.77.0.0/24"}));
+  CHECK_THAT(format_command(c), !Contains("NCCL_SOCKET_IFNAME"));
+}
+
+TEST_CASE("flags become KOLO_ variables in the runtime's units", "[command]") {
+  LaunchOptions o = options_for(2);
+  o.fusion_threshold_mb = 32;
+  o.cycle_time_ms = 0.5;
+  o.cache_capacity = 7;
+  o.timeline_filename = "/tmp/kolo timeline.json";
+  o.hierarchical_allreduce = true;
+  o.hierarchical_allgather = true;
+  o.log_level = "debug";
+  o.autotune = true;
+  o.autotune_log_file = "/tmp/tune.csv";
+  o.no_stall_check = true;
+  o.stall_check_warning_seconds = 20;
+  o.stall_check_shutdown_seconds = 120;
+  CHECK(variables_from_flags(o) == std::vector<EnvVar>{
+                                       {"KOLO_FUSION_THRESHOLD", "33554432"},  // 32 * 2^20
+                                       {"KOLO_CYCLE_TIME", "0.5"},
+                                       {"KOLO_CACHE_CAPACITY", "7"},
+                                       {"KOLO_TIMELINE", "/tmp/kolo timeline.json"},
+                                       {"KOLO_HIERARCHICAL_ALLREDUCE", "1"},
+                                       {"KOLO_HIERARCHICAL_ALLGATHER", "1"},
+                                       {"KOLO_LOG_LEVEL", "debug"},
+                                       {"KOLO_AUTOTUNE", "1"},
+                                       {"KOLO_AUTOTUNE_LOG", "/tmp/tune.csv"},
+                                       {"KOLO_STALL_CHECK_DISABLE", "1"},
+                                       {"KOLO_STALL_CHECK_TIME_SECONDS", "20"},
+                                       {"KOLO_STALL_SHUTDOWN_TIME_SECONDS", "120"}});
+  const LaunchCommand c = build_mpirun_command(o, {}, machine());
+  CHECK(has_piece(c.argv, {"-x", "KOLO_FUSION_THRESHOLD=33554432", "-x", "KOLO_CYCLE_TIME=0.5"}));
+  CHECK_THAT(format_command(c), Contains("-x 'KOLO_TIMELINE=/tmp/kolo timeline.json'"));
+}
+
+TEST_CASE("fractions of a MiB and a disabled cache", "[command]") {
+  LaunchOptions o = options_for(2);
+  o.fusion_threshold_mb = 0.5;
+  o.disable_cache = true;
+  CHECK(variables_from_flags(o) == std::vector<EnvVar>{{"KOLO_FUSION_THRESHOLD", "524288"},
+                                                       {"KOLO_CACHE_CAPACITY", "0"}});
+}
+
+TEST_CASE("every KOLO_, HOROVOD_ and NCCL_ variable present is forwarded with -x, sorted",
+          "[command]") {
+  const LaunchContext context = machine({"PATH=/usr/bin", "NCCL_DEBUG=INFO", "KOLO_CYCLE_TIME=2",
+                                         "HOROVOD_FUSION_THRESHOLD=1024", "KOLOX=1", "MY_KOLO_A=1",
+                                         "HOROVOD_=1"});
+  const LaunchCommand c = build_mpirun_command(options_for(2), {}, context);
+  CHECK(has_piece(c.argv, {"slot", "-x", "HOROVOD_FUSION_THRESHOLD", "-x", "KOLO_CYCLE_TIME", "-x",
+                           "NCCL_DEBUG", "/opt/kolo/bin/kolorun"}));
+  CHECK(std::count(c.argv.begin(), c.argv.end(), "-x") == 3);
+}
+
+TEST_CASE("a flag wins over the same variable in the environment", "[command]") {
+  LaunchOptions o = options_for(2);
+  o.cache_capacity = 7;
+  const LaunchCommand c =
+      build_mpirun_command(o, {}, machine({"KOLO_CACHE_CAPACITY=5", "KOLO_CYCLE_TIME=2"}));
+  CHECK(has_piece(c.argv, {"-x", "KOLO_CYCLE_TIME", "-x", "KOLO_CACHE_CAPACITY=7"}));
+  CHECK_FALSE(has_word(c.argv, "KOLO_CACHE_CAPACITY"));
+}
+
+TEST_CASE("KOLO_MPIRUN replaces mpirun and --mpi-args go just before the ranks' command",
+          "[command]") {
+  LaunchOptions o = options_for(2);
+  o.mpi_args = {"--mca", "btl", "tcp,self"};
+  LaunchContext context = machine();
+  context.mpirun = "/tmp/netns-hosts/mpirun";
+  const LaunchCommand c = build_mpirun_command(o, {}, context);
+  CHECK(c.argv.front() == "/tmp/netns-hosts/mpirun");
+  CHECK(has_piece(c.argv, concat({"--mca", "btl", "tcp,self"}, kRanks)));
+}
+
+TEST_CASE("inside a SLURM allocation srun starts the ranks through PMIx", "[command][slurm]") {
+  const LaunchContext context = machine({"SLURM_JOB_ID=42", "PATH=/usr/bin"});
+  LaunchOptions o = options_for(4);
+  CHECK(choose_launcher(o, context.environment) == Launcher::Srun);
+  o.fusion_threshold_mb = 1;
+  o.network_interface = "eth0";
+  const LaunchCommand c = build_command(o, {}, context);
+  CHECK(c.launcher == Launcher::Srun);
+  CHECK(c.argv == concat({"srun", "--mpi=pmix", "-n", "4", "--label", "--kill-on-bad-exit=1"}, kRanks));
+  CHECK(c.set == std::vector<EnvVar>{{"KOLO_FUSION_THRESHOLD", "1048576"},
+                                     {"NCCL_SOCKET_IFNAME", "eth0"},
+                                     {"OMPI_MCA_btl_tcp_if_include", "eth0"},
+                                     {"OMPI_MCA_oob_tcp_if_include", "eth0"}});
+}
+
+TEST_CASE("srun takes no host list", "[command][slurm]") {
+  LaunchOptions o = options_for(2);
+  o.launcher = LauncherChoice::Srun;
+  CHECK_THROWS_WITH(build_command(o, {{"node0", 2}}, machine({"SLURM_JOB_ID=42"})),
+                    Contains("--launcher mpirun"));
+}
+
+TEST_CASE("mpirun chosen inside an allocation drops the node's vader directory",
+          "[command][slurm]") {
+  LaunchOptions o = options_for(2);
+  o.launcher = LauncherChoice::Mpirun;
+  const Environment env = {"SLURM_JOB_ID=42", "OMPI_MCA_btl_vader_backing_directory=/tmp/node0"};
+  const LaunchCommand c = build_command(o, {}, machine(env));
+  CHECK(c.launcher == Launcher::Mpirun);
+  CHECK(c.unset == std::vector<std::string>{"OMPI_MCA_btl_vader_backing_directory"});
+  CHECK_THAT(format_command(c), Contains("env -u OMPI_MCA_btl_vader_backing_directory mpirun "));
+  // Outside SLURM the variable is the user's business.
+  o.launcher = LauncherChoice::Auto;
+  CHECK(build_command(o, {}, machine({"OMPI_MCA_btl_vader_backing_directory=/x"})).unset.empty());
+}
+
+TEST_CASE("printed commands are quoted for a POSIX shell", "[command]") {
+  CHECK(shell_quote("plain-word_1.0/x:y,z=2") == "plain-word_1.0/x:y,z=2");
+  CHECK(shell_quote("two words") == "'two words'");
+  CHECK(shell_quote("it's") == "'it'\\''s'");
+  CHECK(shell_quote("") == "''");
+  CHECK(shell_quote("$HOME;rm") == "'$HOME;rm'");
+  LaunchCommand c;
+  c.argv = {"mpirun", "prog", "a b", "*"};
+  c.set = {{"A", "x y"}};
+  CHECK(format_command(c) == "env 'A=x y' mpirun prog 'a b' '*'");
+}

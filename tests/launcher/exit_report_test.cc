@@ -1,0 +1,84 @@
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstdio>
+
+#include "exit_report.h"
+
+using namespace kolo::launcher;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::deque<std::string> lines_of(const std::string& text) {
+  std::deque<std::string> lines;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    lines.push_back(text.substr(start, nl - start));
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("Open MPI's report of a non-zero exit names the rank and the code", "[exit]") {
+  // Open MPI 4.1.4's message when rank 1 of 2 exited with 3.
+  const auto failure = find_rank_failure(lines_of(
+      "--------------------------------------------------------------------------\n"
+      "Primary job  terminated normally, but 1 process returned\n"
+      "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+      "--------------------------------------------------------------------------\n"
+      "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+      "the job to be terminated. The first process to do so was:\n"
+      "\n"
+      "  Process name: [[9249,1],1]\n"
+      "  Exit code:    3\n"));
+  REQUIRE(failure);
+  CHECK(failure->rank == 1);
+  CHECK(*failure->exit_code == 3);
+  CHECK_FALSE(failure->signal);
+  CHECK(job_exit_code(failure, 3) == 3);
+}
+
+TEST_CASE("Open MPI's report of a killed rank names the rank, node and signal", "[exit]") {
+  const auto failure = find_rank_failure(
+      {"mpirun noticed that process rank 2 with PID 0 on node vm exited on signal 9 (Killed)."});
+  REQUIRE(failure);
+  CHECK(failure->rank == 2);
+  CHECK(failure->host == "vm");
+  CHECK(*failure->signal == 9);
+  CHECK(job_exit_code(failure, 137) == 137);
+}
+
+TEST_CASE("srun's reports of failed tasks", "[exit][slurm]") {
+  auto failure = find_rank_failure({"srun: error: node1: task 3: Exited with exit code 2"});
+  REQUIRE(failure);
+  CHECK(failure->rank == 3);
+  CHECK(failure->host == "node1");
+  CHECK(*failure->exit_code == 2);
+  failure = find_rank_failure({"srun: Job step aborted", "srun: error: node0: tasks 0-1: Killed"});
+  REQUIRE(failure);
+  CHECK(failure->rank == 0);
+  CHECK(*failure->signal == SIGKILL);
+}
+
+TEST_CASE("no rank named: the launcher's own code, never 0", "[exit]") {
+  CHECK_FALSE(find_rank_failure({"some other message"}));
+  CHECK(job_exit_code(std::nullopt, 213) == 213);
+  CHECK(job_exit_code(std::nullopt, 0) == 1);
+}
+
+TEST_CASE("the failure report names the rank, its host, its code and its last lines", "[exit]") {
+  std::FILE* sink = std::tmpfile();
+  JobOutput output({2, "", false, sink, sink, 20});
+  output.add(Stream::Stderr, {1, "kolorun-rank-started host=node7 pid=42 start=1", true});
+  output.add(Stream::Stdout, {1, "epoch 1", true});
+  output.add(Stream::Stderr, {1, "loss is NaN", true});
+  const std::string report =
+      describe_job_failure(RankFailure{1, "", 3, std::nullopt}, output, Launcher::Mpirun, 3);
+  CHECK(report == "kolorun: rank 1 (on node7) exited with code 3; its last lines:\n"
+                  "  [1]<stdout>:epoch 1\n"
+                  "  [1]<stderr>:loss is NaN\n");
+  CHECK_THAT(describe_job_failure(std::nullopt, output, Launcher::Srun, 5),
+             Contains("srun exited with code 5"));
+  std::fclose(sink);
+}

@@ -1,0 +1,300 @@
+// kolorun run as a program, as a user runs it: it builds and runs mpirun itself.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "child_process.h"
+
+using namespace kolo::launcher_test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+using namespace std::chrono_literals;
+using Words = std::vector<std::string>;
+
+Words kolorun(Words args) {
+  args.insert(args.begin(), KOLORUN);
+  return args;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+std::filesystem::path fresh_directory(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(TEST_WORK_DIR) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string file_contents(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The pids after "pid=" in the ranks' output.
+std::vector<pid_t> pids_in(const std::string& out) {
+  std::vector<pid_t> pids;
+  for (size_t at = out.find("pid="); at != std::string::npos; at = out.find("pid=", at + 1))
+    pids.push_back(std::stoi(out.substr(at + 4)));
+  return pids;
+}
+
+// Ranks orphaned by a killed mpirun are reaped by init a moment later.
+bool all_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any = false;
+    for (pid_t pid : pids) any = any || process_alive(pid);
+    if (!any) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---- the command it would run ------------------------------------------------------------
+
+TEST_CASE("kolorun --dry-run prints the mpirun command, shell-quoted, and starts nothing", "[kolorun][dry-run]") {
+  const Outcome r = run(kolorun({"-np", "2", "--dry-run", "--fusion-threshold-mb", "2", RANK_PROGRAM,
+                                 "env", "two words"}),
+                        test_environment({"KOLO_TEST_FORWARDED=1"}));
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Contains("mpirun "));
+  CHECK_THAT(r.out, Contains(" --tag-output -np 2 -bind-to none -map-by slot "));
+  CHECK_THAT(r.out, Contains(" -x KOLO_TEST_FORWARDED "));
+  CHECK_THAT(r.out, Contains(" -x KOLO_FUSION_THRESHOLD=2097152 "));
+  CHECK_THAT(r.out, EndsWith(std::string(" ") + KOLORUN + " --rank-exec " + RANK_PROGRAM +
+                             " env 'two words'\n"));
+  if (::geteuid() == 0) {
+    CHECK_THAT(r.out, StartsWith("env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun "
+                                 "--allow-run-as-root --tag-output"));
+  } else {
+    CHECK_THAT(r.out, StartsWith("mpirun --tag-output"));
+  }
+}
+
+TEST_CASE("kolorun --dry-run in a SLURM allocation prints srun with the variables in its environment",
+          "[kolorun][dry-run][slurm]") {
+  const std::string path = "PATH=" + std::string(FAKE_SLURM_DIR) + ":" + std::getenv("PATH");
+  const Outcome r = run(kolorun({"-np", "3", "--dry-run", "--cycle-time-ms", "3", RANK_PROGRAM, "env"}),
+                        test_environment({"SLURM_JOB_ID=77", path}));
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == std::string("env KOLO_CYCLE_TIME=3 srun --mpi=pmix -n 3 --label --kill-on-bad-exit=1 ") +
+                     KOLORUN + " --rank-exec " + RANK_PROGRAM + " env\n");
+}
+
+TEST_CASE("kolorun --launcher mpirun in a SLURM allocation drops the node's vader directory",
+          "[kolorun][dry-run][slurm]") {
+  const Outcome r = run(kolorun({"-np", "2", "--dry-run", "--launcher", "mpirun", RANK_PROGRAM, "env"}),
+                        test_environment({"SLURM_JOB_ID=77",
+                                          "OMPI_MCA_btl_vader_backing_directory=/tmp/node0"}));
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, StartsWith("env -u OMPI_MCA_btl_vader_backing_directory"));
+  CHECK_THAT(r.out, Contains(" mpirun "));
+}
+
+TEST_CASE("a SLURM allocation without srun on PATH is explained", "[kolorun][slurm][errors]") {
+  const Outcome r = run(kolorun({"-np", "2", RANK_PROGRAM, "env"}),
+                        test_environment({"SLURM_JOB_ID=77", "PATH=/nonexistent"}));
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("srun not found on PATH"));
+  CHECK_THAT(r.err, Contains("--launcher mpirun"));
+}
+
+// ---- what the ranks get ------------------------------------------------------------------
+
+TEST_CASE("every rank gets the flags' KOLO_ variables and the forwarded ones", "[kolorun][env]") {
+  const Outcome r = run(kolorun({"-np", "2", "--fusion-threshold-mb", "2", "--cycle-time-ms", "0.5",
+                                 "--cache-capacity", "7", "--hierarchical-allreduce", "--log-level",
+                                 "DEBUG", "--timeline-filename", "/tmp/kolo-timeline.json",
+                                 RANK_PROGRAM, "env"}),
+                        test_environment({"KOLO_TEST_A=1", "HOROVOD_TEST_B=two", "NCCL_TEST_C=3",
+                                          "KOLO_CACHE_CAPACITY=5"}));
+  REQUIRE(r.exit_code == 0);
+  for (int rank : {0, 1}) {
+    const std::string prefix = "[" + std::to_string(rank) + "]<stdout>:rank " + std::to_string(rank) + ": ";
+    for (const char* expected :
+         {"KOLO_FUSION_THRESHOLD=2097152", "KOLO_CYCLE_TIME=0.5", "KOLO_CACHE_CAPACITY=7",
+          "KOLO_HIERARCHICAL_ALLREDUCE=1", "KOLO_LOG_LEVEL=debug",
+          "KOLO_TIMELINE=/tmp/kolo-timeline.json", "KOLO_TEST_A=1", "HOROVOD_TEST_B=two",
+          "NCCL_TEST_C=3"})
+      CHECK_THAT(r.out, Contains(prefix + expected + "\n"));
+  }
+  CHECK_THAT(r.out, !Contains("KOLO_CACHE_CAPACITY=5"));  // the flag wins
+}
+
+TEST_CASE("kolo's runtime reads the flags' settings in its own units", "[kolorun][env]") {
+  const Outcome r = run(kolorun({"-np", "2", "--fusion-threshold-mb", "2", "--cycle-time-ms", "0.5",
+                                 "--cache-capacity", "7", KOLO_SETTINGS_PROGRAM}),
+                        test_environment());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_FUSION_THRESHOLD = 2097152\n"));
+  CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_CYCLE_TIME = 0.5\n"));
+  CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_CACHE_CAPACITY = 7\n"));
+}
+
+TEST_CASE("an MPI program runs on every rank with MPI wired up", "[kolorun][mpi]") {
+  for (const Words& extra : {Words{}, Words{"--network-interface", "lo"}}) {
+    Words args = {"-np", "3"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(MPI_PROGRAM);
+    const Outcome r = run(kolorun(args), test_environment());
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    for (int rank : {0, 1, 2})
+      CHECK_THAT(r.out, Contains("[" + std::to_string(rank) + "]<stdout>:rank " +
+                                 std::to_string(rank) + " of 3: sum of ranks 3\n"));
+  }
+}
+
+TEST_CASE("kolorun --output-filename keeps each rank's exact output in its own directory", "[kolorun][output]") {
+  const std::filesystem::path dir = fresh_directory("rank-logs") / "logs";
+  const Outcome r = run(kolorun({"-np", "2", "--output-filename", dir.string(), RANK_PROGRAM, "print"}),
+                        test_environment());
+  REQUIRE(r.exit_code == 0);
+  CHECK(file_contents(dir / "rank.0" / "stdout") == "rank 0 line\npartial");
+  CHECK(file_contents(dir / "rank.1" / "stdout") == "rank 1 line\npartial");
+  CHECK(file_contents(dir / "rank.0" / "stderr") == "rank 0 err\n");
+  CHECK(file_contents(dir / "rank.1" / "stderr") == "rank 1 err\n");
+  CHECK_THAT(r.out, Contains("[1]<stdout>:rank 1 line\n"));
+}
+
+// ---- failures after the launch -----------------------------------------------------------
+
+TEST_CASE("a rank exiting non-zero fails the job and kolorun names the rank, code and last lines",
+          "[kolorun][failure]") {
+  const Outcome r = run(kolorun({"-np", "2", RANK_PROGRAM, "exit", "1", "3"}), test_environment());
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Contains("kolorun: rank 1 (on " + host_name() + ") exited with code 3; its last lines:\n"));
+  CHECK_THAT(r.err, Contains("  [1]<stdout>:rank 1: working\n"));
+  CHECK_THAT(r.err, Contains("  [1]<stderr>:rank 1: about to exit with 3\n"));
+}
+
+TEST_CASE("a rank killed by a signal fails the job with 128 + signal", "[kolorun][failure]") {
+  const Outcome r = run(kolorun({"-np", "2", RANK_PROGRAM, "kill", "1"}), test_environment());
+  CHECK(r.exit_code == 128 + SIGKILL);
+  CHECK_THAT(r.err, Contains("kolorun: rank 1 (on " + host_name() + ") was killed by signal 9"));
+}
+
+TEST_CASE("SIGTERM and Ctrl-C stop the job at once and leave no rank behind", "[kolorun][signals]") {
+  for (int signal : {SIGTERM, SIGINT}) {
+    INFO("signal " << signal);
+    ChildProcess job(kolorun({"-np", "2", RANK_PROGRAM, "sleep", "60"}), test_environment());
+    REQUIRE(job.wait_for_output("pid=", 2, 60s));
+    const std::vector<pid_t> ranks = pids_in(job.out());
+    REQUIRE(ranks.size() == 2);
+    const auto sent = std::chrono::steady_clock::now();
+    ::kill(job.pid(), signal);
+    const Outcome r = job.finish(30s);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+    INFO(r.err);
+    CHECK(r.exit_code == 128 + signal);
+    CHECK(seconds < 10);  // mpirun stopped its ranks; kolorun's 10 s SIGKILL bound was not needed
+    CHECK_THAT(r.err, Contains("kolorun: job stopped"));
+    CHECK(all_gone(ranks, 5s));
+  }
+}
+
+TEST_CASE("kolorun --start-timeout stops a job whose ranks do not start, with exit 124",
+          "[kolorun][start-timeout]") {
+  const std::filesystem::path pid_file = fresh_directory("start-timeout") / "launcher.pid";
+  const Outcome r = run(kolorun({"-np", "2", "--start-timeout", "1", RANK_PROGRAM, "env"}),
+                        test_environment({std::string("KOLO_MPIRUN=") + SLOW_MPIRUN,
+                                          "SLOW_MPIRUN_PID_FILE=" + pid_file.string()}));
+  CHECK(r.exit_code == 124);
+  CHECK(r.seconds < 10);
+  CHECK_THAT(r.err, Contains("only 0 of 2 ranks started within --start-timeout 1 s (not started: 0, 1)"));
+  CHECK_FALSE(process_alive(std::stoi(file_contents(pid_file))));
+}
+
+TEST_CASE("a launcher deaf to SIGTERM is SIGKILLed after --kill-grace", "[kolorun][start-timeout]") {
+  const std::filesystem::path pid_file = fresh_directory("kill-grace") / "launcher.pid";
+  const Outcome r = run(kolorun({"-np", "2", "--start-timeout", "1", "--kill-grace", "1", RANK_PROGRAM, "env"}),
+                        test_environment({std::string("KOLO_MPIRUN=") + SLOW_MPIRUN,
+                                          "SLOW_MPIRUN_PID_FILE=" + pid_file.string(),
+                                          "SLOW_MPIRUN_IGNORE_TERM=1"}));
+  CHECK(r.exit_code == 124);
+  CHECK(r.seconds < 10);
+  CHECK_THAT(r.err, Contains("mpirun did not stop within 1 s: killing it"));
+  CHECK_FALSE(process_alive(std::stoi(file_contents(pid_file))));
+}
+
+// ---- errors before the launch ------------------------------------------------------------
+
+TEST_CASE("errors found before the launch are explained and nothing starts", "[kolorun][errors]") {
+  struct Case {
+    Words args;
+    int exit_code;
+    std::string message;
+  };
+  const std::string not_executable = std::string(TEST_SOURCE_DIR) + "/kolorun_test.cc";
+  const std::vector<Case> cases = {
+      {{"-np", "2", "-H", "no-such-host.invalid:2", RANK_PROGRAM, "env"}, 1,
+       "kolorun: unknown host 'no-such-host.invalid'"},
+      {{"-np", "3", "-H", "localhost:2", RANK_PROGRAM, "env"}, 1,
+       "kolorun: -np 3 is more ranks than the 2 slots that -H gives (localhost:2)"},
+      {{"-np", "2", "no-such-program-kolo", "x"}, 1,
+       "kolorun: program 'no-such-program-kolo' not found on PATH"},
+      {{"-np", "2", not_executable}, 1, "kolorun: program '" + not_executable + "' is not executable"},
+      {{"-np", "2", "--hostfile", "/nonexistent/hosts", RANK_PROGRAM}, 1, "cannot read '/nonexistent/hosts'"},
+      {{"-np", "2", "--bogus", RANK_PROGRAM}, 2, "kolorun: unknown flag '--bogus'"},
+      {{"-np", "0", RANK_PROGRAM}, 2, "--np"},
+      {{"-np", "2"}, 2, "no program given"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.message);
+    const Outcome r = run(kolorun(c.args), test_environment());
+    CHECK(r.exit_code == c.exit_code);
+    CHECK_THAT(r.err, Contains(c.message));
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("kolorun --help prints the usage", "[kolorun]") {
+  const Outcome r = run(kolorun({"--help"}), test_environment());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Usage: kolorun -np N"));
+  CHECK_THAT(r.out, Contains("--fusion-threshold-mb"));
+}
+
+// ---- the build ---------------------------------------------------------------------------
+
+TEST_CASE("kolorun --check-build names the MPI library in use and this build's GPU facts", "[kolorun][check-build]") {
+  // The reference: the version mpiexec reports, e.g. "mpiexec (OpenRTE) 4.1.4".
+  const Outcome mpiexec = run({MPIEXEC, "--version"}, test_environment());
+  const size_t at = mpiexec.out.find(") ");
+  REQUIRE(at != std::string::npos);
+  const std::string version = mpiexec.out.substr(at + 2, mpiexec.out.find('\n', at) - at - 2);
+  REQUIRE_THAT(version, Catch::Matchers::Matches("[0-9]+\\.[0-9]+\\.[0-9]+"));
+
+  const Outcome r = run(kolorun({"--check-build"}), test_environment());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("[X] Open MPI v" + version));
+  CHECK_THAT(r.out, Contains("MPI standard 3.1"));
+  if (KOLO_TEST_WITH_CUDA) {
+    CHECK_THAT(r.out, Contains("KOLO_WITH_CUDA=ON"));
+    CHECK_THAT(r.out, Contains(std::string("[X] CUDA ") + KOLO_TEST_CUDA_VERSION));
+  } else {
+    CHECK_THAT(r.out, Contains("KOLO_WITH_CUDA=OFF"));
+    CHECK_THAT(r.out, Contains("[ ] CUDA"));
+    CHECK_THAT(r.out, Contains("[ ] NCCL"));
+    CHECK_THAT(r.out, Contains("[ ] cuDNN"));
+  }
+}

@@ -1,0 +1,94 @@
+#include <catch2/catch.hpp>
+
+#include "kolo/kolo.h"
+#include "options.h"
+
+using namespace kolo::launcher;
+using Catch::Matchers::Contains;
+
+namespace {
+
+LaunchOptions parse(std::vector<std::string> args) {
+  std::optional<LaunchOptions> options = parse_command_line(args);
+  REQUIRE(options.has_value());
+  return *options;
+}
+
+}  // namespace
+
+TEST_CASE("the flags -np and --np are the same", "[options]") {
+  CHECK(parse({"-np", "4", "prog"}).num_ranks == 4);
+  CHECK(parse({"--np", "3", "prog"}).num_ranks == 3);
+  CHECK(parse({"--np=5", "prog"}).num_ranks == 5);
+}
+
+TEST_CASE("everything from the program on belongs to the program", "[options]") {
+  const LaunchOptions o = parse({"--verbose", "-np", "2", "-H", "a:2", "prog", "-np", "5", "--verbose", "x y"});
+  CHECK(o.num_ranks == 2);
+  CHECK(o.hosts == "a:2");
+  CHECK(o.verbose);
+  CHECK(o.command == std::vector<std::string>{"prog", "-np", "5", "--verbose", "x y"});
+  CHECK(parse({"-np", "2", "--", "-prog", "--dry-run"}).command ==
+        std::vector<std::string>{"-prog", "--dry-run"});
+  CHECK_FALSE(parse({"-np", "2", "--", "-prog", "--dry-run"}).dry_run);
+}
+
+TEST_CASE("runtime flags are read with their units", "[options]") {
+  const LaunchOptions o = parse({"-np", "1", "--fusion-threshold-mb", "32", "--cycle-time-ms", "0.5",
+                                 "--cache-capacity", "7", "--timeline-filename", "/tmp/t.json",
+                                 "--hierarchical-allreduce", "--log-level", "DEBUG",
+                                 "--start-timeout", "5", "--network-interface", "eth0",
+                                 "--output-filename", "logs", "--mpi-args", "--mca btl tcp,self",
+                                 "prog"});
+  CHECK(*o.fusion_threshold_mb == 32);
+  CHECK(*o.cycle_time_ms == 0.5);
+  CHECK(*o.cache_capacity == 7);
+  CHECK(o.timeline_filename == "/tmp/t.json");
+  CHECK(o.hierarchical_allreduce);
+  CHECK(o.log_level == "debug");
+  CHECK(o.start_timeout_seconds == 5);
+  CHECK(o.network_interface == "eth0");
+  CHECK(o.output_filename == "logs");
+  CHECK(o.mpi_args == std::vector<std::string>{"--mca", "btl", "tcp,self"});
+}
+
+TEST_CASE("defaults: 30 s start timeout, 10 s kill grace, launcher chosen automatically", "[options]") {
+  const LaunchOptions o = parse({"-np", "1", "prog"});
+  CHECK(o.start_timeout_seconds == 30);
+  CHECK(o.kill_grace_seconds == 10);
+  CHECK(o.launcher == LauncherChoice::Auto);
+  CHECK_FALSE(o.fusion_threshold_mb.has_value());
+  CHECK(parse({"-np", "1", "--launcher", "srun", "prog"}).launcher == LauncherChoice::Srun);
+  CHECK(parse({"-np", "1", "--launcher", "mpirun", "prog"}).launcher == LauncherChoice::Mpirun);
+}
+
+TEST_CASE("check-build needs neither -np nor a program", "[options]") {
+  CHECK(parse({"--check-build"}).check_build);
+}
+
+TEST_CASE("a bad command line is an error that names the problem", "[options]") {
+  auto error_of = [](std::vector<std::string> args) {
+    try {
+      parse_command_line(args);
+    } catch (const kolo::Error& e) {
+      CHECK(e.code() == kolo::StatusCode::InvalidArgument);
+      return std::string(e.what());
+    }
+    FAIL("no error for a bad command line");
+    return std::string();
+  };
+  CHECK_THAT(error_of({"--bogus", "-np", "2", "prog"}), Contains("unknown flag '--bogus'"));
+  CHECK_THAT(error_of({"-np", "2", "--bogus", "prog"}), Contains("unknown flag '--bogus'"));
+  CHECK_THAT(error_of({"prog"}), Contains("-np N is required"));
+  CHECK_THAT(error_of({"-np", "2"}), Contains("no program given"));
+  CHECK_THAT(error_of({"-np", "0", "prog"}), Contains("--np"));
+  CHECK_THAT(error_of({"-np", "two", "prog"}), Contains("--np"));
+  CHECK_THAT(error_of({"-np", "2", "--fusion-threshold-mb", "-1", "prog"}), Contains("--fusion-threshold-mb"));
+  CHECK_THAT(error_of({"-np", "2", "--cache-capacity", "2000000", "prog"}), Contains("--cache-capacity"));
+  CHECK_THAT(error_of({"-np", "2", "--log-level", "loud", "prog"}), Contains("--log-level 'loud'"));
+  CHECK_THAT(error_of({"-np", "2", "--launcher", "ssh", "prog"}), Contains("--launcher"));
+  CHECK_THAT(error_of({"-np", "2", "-H", "a:1", "--hostfile", "f", "prog"}), Contains("--hostfile"));
+  CHECK_THAT(error_of({"-np", "2", "--disable-cache", "--cache-capacity", "3", "prog"}),
+             Contains("--cache-capacity"));
+  CHECK_THAT(error_of({"-np", "2", "--start-timeout", "prog"}), Contains("--start-timeout"));
+}
