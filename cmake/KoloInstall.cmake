@@ -12,6 +12,7 @@ install(TARGETS kolo kolo_runtime kolo_ops kolo_models
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT koloTargets NAMESPACE kolo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kolo)
+install(TARGETS kolorun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})  # the launcher
 
 configure_package_config_file(cmake/koloConfig.cmake.in
   "${PROJECT_BINARY_DIR}/koloConfig.cmake"

@@ -65,7 +65,8 @@ std::string describe_build(const Environment& env) {
       << gpu_line("cuDNN", b::kCudnnFound, b::kCudnnVersion, no_cuda) << "\n";
 
   out << "Controllers:\n    [X] MPI\n"
-      << "Collective backends:\n    [X] MPI\n";
+      << "Collective backends:\n    [X] MPI\n"
+      << "    " << mark(b::kWithNcclBackend) << " NCCL (KOLO_WITH_NCCL)\n";
   return out.str();
 }
 

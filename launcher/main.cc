@@ -11,6 +11,7 @@
 // 124 when not every rank started within --start-timeout; 128 + signal when kolorun
 // was stopped by SIGINT/SIGTERM/SIGHUP.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -97,6 +98,9 @@ int report(const JobEnd& end, const JobOutput& output, const LaunchOptions& opti
 }
 
 int launch(const LaunchOptions& options) {
+  // A closed terminal or pipe must not kill kolorun while the job runs (the launcher
+  // gets the default action back).
+  std::signal(SIGPIPE, SIG_IGN);
   const LaunchContext context = context_of(current_environment());
   const std::vector<HostSlots> hosts = hosts_of(options);
   const LaunchCommand command = build_command(options, hosts, context);

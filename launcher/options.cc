@@ -47,6 +47,35 @@ std::vector<std::string> spell_np_for_cli11(std::vector<std::string> args, const
   return args;
 }
 
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean --fusion-threshold-mb?)" for a flag a few typos away from a real one.
+std::string suggestion_for(const std::string& flag, const CLI::App& app) {
+  const std::string name = flag.substr(0, flag.find('='));
+  std::string best;
+  size_t best_distance = 4;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& long_name : option->get_lnames()) {
+      const size_t distance = edit_distance(name, "--" + long_name);
+      if (distance < best_distance) best = "--" + long_name, best_distance = distance;
+    }
+  }
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
 }  // namespace
 
 std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& args) {
@@ -132,7 +161,7 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
   else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-')
-    bad_command_line("unknown flag '" + rest.front() + "'");
+    bad_command_line("unknown flag '" + rest.front() + "'" + suggestion_for(rest.front(), app));
   o.command = rest;
 
   o.launcher = launcher == "mpirun" ? LauncherChoice::Mpirun

@@ -1,8 +1,6 @@
 #include "supervisor.h"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,11 +8,11 @@
 #include <cstring>
 #include <optional>
 #include <string>
-#include <system_error>
 
 #include "kolo/kolo.h"
 #include "rank_exec.h"
 #include "signal_pipe.h"
+#include "spawn_launcher.h"
 
 namespace kolo::launcher {
 namespace {
@@ -30,67 +28,14 @@ Clock::time_point after(double seconds) {
                             std::chrono::duration<double>(seconds));
 }
 
-std::vector<char*> c_strings(const std::vector<std::string>& words) {
-  std::vector<char*> pointers;
-  for (const std::string& word : words) pointers.push_back(const_cast<char*>(word.c_str()));
-  pointers.push_back(nullptr);
-  return pointers;
-}
-
-struct Pipe {
-  int read = -1, write = -1;
-  Pipe() {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-      throw std::system_error(errno, std::generic_category(), "kolorun: pipe");
-    read = fds[0];
-    write = fds[1];
-  }
-};
-
-// The launcher runs in a process group of its own: a Ctrl-C on the terminal reaches
-// kolorun alone, which forwards it, and SIGKILL can reach the launcher and whatever
-// helper it started in its group (a wrapper script, its children) at once. Open MPI
-// gives each rank its own group, so the ranks are stopped by mpirun, or in the last
-// resort by pid (kill_local_ranks).
-pid_t spawn(const std::vector<std::string>& argv, const Environment& env, const Pipe& out,
-            const Pipe& err) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out.write, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err.write, STDERR_FILENO);
-  // A process group that is not the terminal's foreground group is stopped (SIGTTIN)
-  // when it reads the terminal; so the job's stdin is the terminal only when it is not one.
-  if (::isatty(STDIN_FILENO))
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  sigset_t signals;
-  sigemptyset(&signals);
-  posix_spawnattr_setsigmask(&attributes, &signals);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&signals, signal);
-  posix_spawnattr_setsigdefault(&attributes, &signals);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                            POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  const int error = posix_spawnp(&pid, argv[0].c_str(), &actions, &attributes,
-                                 c_strings(argv).data(), c_strings(env).data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (error != 0)
-    throw Error(StatusCode::InvalidArgument,
-                "kolorun: cannot start '" + argv[0] + "': " + std::strerror(error));
-  return pid;
-}
-
 class Watch {
  public:
-  Watch(pid_t pid, SignalPipe& signals, std::unique_ptr<OutputParser> (*make_parser)(),
-        JobOutput& output, const SupervisorSettings& settings, Pipe& out, Pipe& err)
-      : pid_(pid), signals_(signals), output_(output), settings_(settings) {
-    streams_[0] = {out.read, make_parser(), Stream::Stdout};
-    streams_[1] = {err.read, make_parser(), Stream::Stderr};
+  Watch(const SpawnedLauncher& launcher, SignalPipe& signals,
+        std::unique_ptr<OutputParser> (*make_parser)(), JobOutput& output,
+        const SupervisorSettings& settings)
+      : pid_(launcher.pid), signals_(signals), output_(output), settings_(settings) {
+    streams_[0] = {launcher.out_fd, make_parser(), Stream::Stdout};
+    streams_[1] = {launcher.err_fd, make_parser(), Stream::Stderr};
     if (settings.start_timeout_seconds > 0) start_deadline_ = after(settings.start_timeout_seconds);
   }
 
@@ -247,11 +192,8 @@ JobEnd supervise(const std::vector<std::string>& argv, const Environment& env,
                  std::unique_ptr<OutputParser> (*make_parser)(), JobOutput& output,
                  const SupervisorSettings& settings) {
   SignalPipe signals;  // before the launcher exists, so that no stop request is missed
-  Pipe out, err;
-  const pid_t pid = spawn(argv, env, out, err);
-  ::close(out.write);
-  ::close(err.write);
-  return Watch(pid, signals, make_parser, output, settings, out, err).run();
+  const SpawnedLauncher launcher = spawn_launcher(argv, env);
+  return Watch(launcher, signals, make_parser, output, settings).run();
 }
 
 }  // namespace kolo::launcher

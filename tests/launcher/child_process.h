@@ -54,4 +54,7 @@ bool process_alive(pid_t pid);
 
 size_t count_occurrences(const std::string& text, const std::string& what);
 
+// A whole file's bytes ("" when it cannot be read).
+std::string read_file(const std::string& path);
+
 }  // namespace kolo::launcher_test

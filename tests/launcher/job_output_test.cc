@@ -4,12 +4,12 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "child_process.h"
 #include "job_output.h"
 
 using namespace kolo::launcher;
+using kolo::launcher_test::read_file;
 
 namespace {
 
@@ -19,13 +19,6 @@ std::string contents(std::FILE* file) {
   std::string text;
   for (int c; (c = std::fgetc(file)) != EOF;) text += static_cast<char>(c);
   return text;
-}
-
-std::string file_contents(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -87,9 +80,9 @@ TEST_CASE("per-rank log files hold each rank's exact stdout and stderr",
     output.add(Stream::Stdout, {0, "c", true});
     output.add(Stream::Stderr, {1, "e", true});
   }
-  CHECK(file_contents(dir / "rank.0" / "stdout") == "a\nbc\n");
+  CHECK(read_file(dir / "rank.0" / "stdout") == "a\nbc\n");
   CHECK_FALSE(std::filesystem::exists(dir / "rank.0" / "stderr"));  // the start report only
-  CHECK(file_contents(dir / "rank.1" / "stderr") == "e\n");
+  CHECK(read_file(dir / "rank.1" / "stderr") == "e\n");
   std::filesystem::remove_all(dir);
   std::fclose(sink);
 }

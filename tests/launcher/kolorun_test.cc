@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "child_process.h"
@@ -37,13 +35,6 @@ std::filesystem::path fresh_directory(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
-}
-
-std::string file_contents(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // The pids after "pid=" in the ranks' output.
@@ -169,10 +160,10 @@ TEST_CASE("kolorun --output-filename keeps each rank's exact output in its own d
   const Outcome r = run(kolorun({"-np", "2", "--output-filename", dir.string(), RANK_PROGRAM, "print"}),
                         test_environment());
   REQUIRE(r.exit_code == 0);
-  CHECK(file_contents(dir / "rank.0" / "stdout") == "rank 0 line\npartial");
-  CHECK(file_contents(dir / "rank.1" / "stdout") == "rank 1 line\npartial");
-  CHECK(file_contents(dir / "rank.0" / "stderr") == "rank 0 err\n");
-  CHECK(file_contents(dir / "rank.1" / "stderr") == "rank 1 err\n");
+  CHECK(read_file(dir / "rank.0" / "stdout") == "rank 0 line\npartial");
+  CHECK(read_file(dir / "rank.1" / "stdout") == "rank 1 line\npartial");
+  CHECK(read_file(dir / "rank.0" / "stderr") == "rank 0 err\n");
+  CHECK(read_file(dir / "rank.1" / "stderr") == "rank 1 err\n");
   CHECK_THAT(r.out, Contains("[1]<stdout>:rank 1 line\n"));
 }
 
@@ -212,6 +203,15 @@ TEST_CASE("SIGTERM and Ctrl-C stop the job at once and leave no rank behind", "[
   }
 }
 
+TEST_CASE("when kolorun itself is killed the job ends too", "[kolorun][signals]") {
+  ChildProcess job(kolorun({"-np", "2", RANK_PROGRAM, "sleep", "60"}), test_environment());
+  REQUIRE(job.wait_for_output("pid=", 2, 60s));
+  const std::vector<pid_t> ranks = pids_in(job.out());
+  ::kill(job.pid(), SIGKILL);  // mpirun gets SIGTERM (PR_SET_PDEATHSIG) and stops the ranks
+  CHECK(job.finish(10s).exit_code == 128 + SIGKILL);
+  CHECK(all_gone(ranks, 10s));
+}
+
 TEST_CASE("kolorun --start-timeout stops a job whose ranks do not start, with exit 124",
           "[kolorun][start-timeout]") {
   const std::filesystem::path pid_file = fresh_directory("start-timeout") / "launcher.pid";
@@ -221,7 +221,7 @@ TEST_CASE("kolorun --start-timeout stops a job whose ranks do not start, with ex
   CHECK(r.exit_code == 124);
   CHECK(r.seconds < 10);
   CHECK_THAT(r.err, Contains("only 0 of 2 ranks started within --start-timeout 1 s (not started: 0, 1)"));
-  CHECK_FALSE(process_alive(std::stoi(file_contents(pid_file))));
+  CHECK_FALSE(process_alive(std::stoi(read_file(pid_file))));
 }
 
 TEST_CASE("a launcher deaf to SIGTERM is SIGKILLed after --kill-grace", "[kolorun][start-timeout]") {
@@ -233,7 +233,7 @@ TEST_CASE("a launcher deaf to SIGTERM is SIGKILLed after --kill-grace", "[koloru
   CHECK(r.exit_code == 124);
   CHECK(r.seconds < 10);
   CHECK_THAT(r.err, Contains("mpirun did not stop within 1 s: killing it"));
-  CHECK_FALSE(process_alive(std::stoi(file_contents(pid_file))));
+  CHECK_FALSE(process_alive(std::stoi(read_file(pid_file))));
 }
 
 // ---- errors before the launch ------------------------------------------------------------

@@ -79,6 +79,8 @@ TEST_CASE("a bad command line is an error that names the problem", "[options]") 
   };
   CHECK_THAT(error_of({"--bogus", "-np", "2", "prog"}), Contains("unknown flag '--bogus'"));
   CHECK_THAT(error_of({"-np", "2", "--bogus", "prog"}), Contains("unknown flag '--bogus'"));
+  CHECK_THAT(error_of({"-np", "2", "--fusion-treshold-mb", "4", "prog"}),
+             Contains("unknown flag '--fusion-treshold-mb' (did you mean --fusion-threshold-mb?)"));
   CHECK_THAT(error_of({"prog"}), Contains("-np N is required"));
   CHECK_THAT(error_of({"-np", "2"}), Contains("no program given"));
   CHECK_THAT(error_of({"-np", "0", "prog"}), Contains("--np"));
