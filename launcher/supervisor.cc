@@ -123,7 +123,8 @@ class Watch {
     }
     end_.reason = JobEnd::Reason::Interrupted;
     end_.received_signal = signal;
-    stop(signal == SIGINT ? settings_.interrupt_signal : signal,
+    // A hang-up, like SIGTERM, asks the job to end: mpirun and srun both take SIGTERM.
+    stop(signal == SIGINT ? settings_.interrupt_signal : SIGTERM,
          std::string("got SIG") + sigabbrev_np(signal));
   }
 

@@ -184,8 +184,8 @@ TEST_CASE("a rank killed by a signal fails the job with 128 + signal", "[kolorun
   CHECK_THAT(r.err, Contains("kolorun: rank 1 (on " + host_name() + ") was killed by signal 9"));
 }
 
-TEST_CASE("SIGTERM and Ctrl-C stop the job at once and leave no rank behind", "[kolorun][signals]") {
-  for (int signal : {SIGTERM, SIGINT}) {
+TEST_CASE("SIGTERM, Ctrl-C and SIGHUP stop the job at once and leave no rank behind", "[kolorun][signals]") {
+  for (int signal : {SIGTERM, SIGINT, SIGHUP}) {
     INFO("signal " << signal);
     ChildProcess job(kolorun({"-np", "2", RANK_PROGRAM, "sleep", "60"}), test_environment());
     REQUIRE(job.wait_for_output("pid=", 2, 60s));
