@@ -26,6 +26,7 @@ KOLO_PACKAGES=(
   openmpi-bin libopenmpi-dev
   libeigen3-dev catch2 nlohmann-json3-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist
+  python3-matplotlib slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev  # scaling plots; tests/cluster
 )
 
 kolo_log() { printf '[kolo] %s\n' "$*" >&2; }

@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""Times a kolo training job over a list of rank counts and placements, then writes a
+CSV, prints a table and draws the plots (epoch time and speedup against ideal, efficiency).
+
+  examples/scaling/run_scaling.py --ranks 1,2,4                      # this machine
+  examples/scaling/run_scaling.py --ranks 1,2,4 --placements netns --links none,10gbit,1gbit
+  examples/scaling/run_scaling.py --ranks 2,4 --placements local,slurm --epochs 3 --out results/
+
+Placements (placements.py): local (kolorun on this machine), netns (namespace hosts with
+veth links, shaped per --links), slurm (a SLURM cluster, salloc + kolorun). The clusters
+are made by tools/cluster/ for the experiment and removed after it (root needed).
+
+Each run trains --model with --batch images per rank per step, on --images images per
+epoch (all ranks together), for --epochs epochs, --threads compute threads per rank; rank
+0's metrics CSV gives the epoch times, its KOLO_TIMELINE the fused bytes per step and the
+time spent in allreduces. With more than one epoch the first is not timed (start-up).
+
+Output in --out: scaling.csv, scaling.md (the table), scaling.png, and runs/ (each run's
+output, metrics and timeline).
+"""
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import placements  # noqa: E402
+import programs  # noqa: E402
+import report  # noqa: E402
+import timeline_stats  # noqa: E402
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="mnist_convnet")
+    p.add_argument("--ranks", default="1,2,4", help="rank counts, comma-separated")
+    p.add_argument("--placements", default="local", help="local, netns, slurm (comma-separated)")
+    p.add_argument("--links", default="none",
+                   help="netns link rates, comma-separated: none (unshaped), 1gbit, 10gbit, 25gbit...")
+    p.add_argument("--delay", default="", help="netns one-way link delay, e.g. 100us (needs sch_netem)")
+    p.add_argument("--hosts", type=int, default=2, help="namespace hosts / SLURM nodes")
+    p.add_argument("--batch", type=int, default=64, help="images per rank per step")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--images", type=int, default=8192, help="training images per epoch, all ranks together")
+    p.add_argument("--threads", type=int, default=1, help="compute threads per rank")
+    p.add_argument("--repeat", type=int, default=1, help="runs per configuration (the median is kept)")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds one run may take")
+    p.add_argument("--build", default=os.path.join(placements.REPO, "build"))
+    p.add_argument("--out", default="", help="output folder (default: scaling-MODEL-DATE)")
+    p.add_argument("--title", default="")
+    args = p.parse_args(argv)
+    try:
+        args.ranks = sorted({int(n) for n in args.ranks.split(",")})
+    except ValueError:
+        p.error(f"--ranks '{args.ranks}': expected numbers like 1,2,4")
+    if args.ranks[0] < 1:
+        p.error("--ranks must be positive")
+    args.placements = [x for x in args.placements.split(",") if x]
+    args.links = [x for x in args.links.split(",") if x]
+    for name, value in (("--hosts", args.hosts), ("--batch", args.batch), ("--epochs", args.epochs),
+                        ("--images", args.images), ("--threads", args.threads), ("--repeat", args.repeat)):
+        if value < 1:
+            p.error(f"{name} must be at least 1")
+    args.build = os.path.abspath(args.build)
+    args.out = os.path.abspath(args.out or f"scaling-{args.model}-{time.strftime('%Y%m%d-%H%M%S')}")
+    return args
+
+
+def run_once(args, program, placement, ranks, links, run_dir):
+    """One training run; returns (epoch seconds, images/s, fused bytes/step, comm share)."""
+    os.makedirs(run_dir, exist_ok=True)
+    metrics, timeline = os.path.join(run_dir, "metrics.csv"), os.path.join(run_dir, "timeline.json")
+    for stale in (metrics, timeline):
+        if os.path.exists(stale):
+            os.remove(stale)
+    argv = programs.arguments(program, args.build, ranks=ranks, batch=args.batch, epochs=args.epochs,
+                              images=args.images, threads=args.threads, metrics_csv=metrics)
+    cmd, extra_env = placement.command(ranks, argv)
+    env = dict(os.environ, KOLO_TIMELINE=timeline, **extra_env)
+    env.pop("SLURM_JOB_ID", None)  # a harness started inside an allocation still places by itself
+    with open(os.path.join(run_dir, "output.log"), "w") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        # Its own process group: a timeout or Ctrl-C ends the launcher and all it started.
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            code = proc.wait(timeout=args.timeout)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            raise
+    if code != 0:
+        with open(os.path.join(run_dir, "output.log")) as f:
+            tail = "".join(f.readlines()[-15:])
+        raise RuntimeError(f"{placement.name} np {ranks} ({links} links) exited with {code}; last lines of "
+                           f"{run_dir}/output.log:\n{tail}")
+    epochs = programs.read_metrics(metrics, args.batch, ranks)
+    timed = epochs.train_seconds[1:] or epochs.train_seconds
+    epoch_s = statistics.median(timed)
+    images = epochs.train_seconds[0] * epochs.images_per_s[0]
+    per_step, share = timeline_stats.summarize(timeline, sum(epochs.train_seconds), epochs.steps)
+    return epoch_s, images, per_step, share
+
+
+def measure(args, program, placement, ranks, links):
+    runs = []
+    for rep in range(args.repeat):
+        run_dir = os.path.join(args.out, "runs", f"{placement.name}-{links}-np{ranks}-{rep + 1}")
+        runs.append(run_once(args, program, placement, ranks, links, run_dir))
+    epoch_s, images, per_step, share = sorted(runs)[len(runs) // 2]
+    return report.Row(placement=placement.name, links=links if placement.name == "netns" else "-",
+                      ranks=ranks, nodes=placement.nodes(ranks), model=args.model, batch=args.batch,
+                      threads=args.threads, images=round(images), epoch_s=epoch_s,
+                      images_per_s=images / epoch_s, fused_bytes_per_step=per_step, comm_share=share)
+
+
+def run_experiment(args, program, rows):
+    slots = -(-args.ranks[-1] // args.hosts)  # per host, enough for the largest run
+    for name in args.placements:
+        with placements.make(name, args.build, args.hosts, slots) as placement:
+            link_settings = args.links if name == "netns" else ["none"]
+            for links in link_settings:
+                rate = "" if links == "none" else links
+                placement.shape(rate, args.delay if name == "netns" else "")
+                for ranks in args.ranks:
+                    start = time.monotonic()
+                    row = measure(args, program, placement, ranks, links)
+                    rows.append(row)
+                    print(f"  {name:6} {row.links:>7} links  np {ranks:2} on {row.nodes} node(s): epoch "
+                          f"{row.epoch_s:6.2f} s, {row.images_per_s:7,.0f} img/s, comm {row.comm_share:5.1%}"
+                          f"  ({time.monotonic() - start:.0f} s)", flush=True)
+
+
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv):
+    args = parse_args(argv)
+    try:
+        import matplotlib  # noqa: F401  (checked now, not after an hour of runs)
+    except ImportError:
+        sys.exit(f"run_scaling: {sys.executable} has no matplotlib (Debian: apt-get install python3-matplotlib, "
+                 "then run with /usr/bin/python3)")
+    try:
+        _, program = programs.program_for(args.model, args.build)
+        for name in args.placements:
+            placements.make(name, args.build, args.hosts, 1)
+    except ValueError as e:
+        sys.exit(f"run_scaling: {e}")
+    # SIGTERM ends the experiment like Ctrl-C: runs are stopped, clusters torn down.
+    signal.signal(signal.SIGTERM, interrupt)
+    os.makedirs(args.out, exist_ok=True)
+    print(f"scaling {args.model}: ranks {args.ranks}, placements {args.placements}, batch {args.batch}/rank, "
+          f"{args.images} images/epoch, {args.epochs} epochs, {args.threads} thread(s)/rank -> {args.out}",
+          flush=True)
+    rows, failure = [], None
+    try:
+        run_experiment(args, program, rows)
+    except placements.PlacementUnavailable as e:
+        failure = f"placement not available here: {e}"
+    except (RuntimeError, ValueError) as e:
+        failure = str(e)
+    except KeyboardInterrupt:
+        failure = "interrupted"
+    if rows:
+        report.add_speedup(rows)
+        report.write_csv(rows, os.path.join(args.out, "scaling.csv"))
+        text = report.table(rows)
+        with open(os.path.join(args.out, "scaling.md"), "w") as f:
+            f.write(text + "\n")
+        print("\n" + text + "\n")
+        title = args.title or (f"{args.model}, batch {args.batch}/rank, {args.threads} thread(s)/rank, "
+                               f"{args.images} images/epoch")
+        report.plot(rows, os.path.join(args.out, "scaling.png"), title)
+        print(f"wrote {args.out}/scaling.csv, scaling.md, scaling.png")
+    if failure:
+        sys.exit(f"run_scaling: {failure}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
