@@ -1,0 +1,197 @@
+// DistributedOptimizer against single-process references: every rank computes, on its own
+// copy of the net, what one process would do with the whole global batch, and checks that
+// the distributed run (each rank on its share) lands on the same parameters.
+#include "dist_util.h"
+
+using namespace kolo_dist_test;
+using kolo_test::rank;
+using kolo_test::size;
+
+namespace {
+
+constexpr int64_t kBatch = 4;  // per rank and pass
+
+}  // namespace
+
+TEST_CASE("DistributedOptimizer: steps at np ranks of batch B equal local steps on the concatenated batch",
+          "[distributed][optimizer]") {
+  const Dataset& data = mnist_data();
+  const int64_t global = kBatch * size();
+  auto net = seeded_mnist(1), reference = seeded_mnist(1);
+  const SgdOptions sgd_options{.lr = 0.05, .momentum = 0.9};
+  SGD sgd(net->parameters(), sgd_options), reference_sgd(reference->parameters(), sgd_options);
+  DistributedOptimizer opt(sgd, *net);
+  for (int64_t step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    train_pass(*net, data, step * global + rank() * kBatch, kBatch);
+    REQUIRE(opt.step());
+    reference_sgd.zero_grad();
+    train_pass(*reference, data, step * global, global);
+    reference_sgd.step();
+  }
+  require_close_parameters(*net, *reference, 1e-5, 1e-6);
+}
+
+TEST_CASE("DistributedOptimizer: two accumulated passes of B equal one step on the batch of 2B per rank",
+          "[distributed][optimizer]") {
+  const Dataset& data = mnist_data();
+  const int64_t global = 2 * kBatch * size();  // rows per step: two passes of every rank
+  auto net = seeded_mnist(3), reference = seeded_mnist(3);
+  SGD sgd(net->parameters(), {.lr = 0.1}), reference_sgd(reference->parameters(), {.lr = 0.1});
+  DistributedOptimizer opt(sgd, *net, {.backward_passes_per_step = 2});
+  for (int64_t step = 0; step < 2; ++step) {
+    const std::vector<float> before(net->parameters()[0]->value.data(),
+                                    net->parameters()[0]->value.data() + net->parameters()[0]->value.numel());
+    opt.zero_grad();
+    train_pass(*net, data, step * global + rank() * kBatch, kBatch);
+    REQUIRE_FALSE(opt.step());  // accumulating: nothing sent, nothing changed
+    CHECK(std::memcmp(before.data(), net->parameters()[0]->value.data(), before.size() * sizeof(float)) == 0);
+    opt.zero_grad();  // between passes: keeps the first pass's gradients
+    train_pass(*net, data, step * global + (size() + rank()) * kBatch, kBatch);
+    REQUIRE(opt.step());
+    reference_sgd.zero_grad();
+    train_pass(*reference, data, step * global, global);
+    reference_sgd.step();
+  }
+  require_close_parameters(*net, *reference, 1e-5, 1e-6);
+}
+
+TEST_CASE("DistributedOptimizer: predivide factor gives the average, op sum gives size() times it",
+          "[distributed][optimizer]") {
+  const Dataset& data = mnist_data();
+  auto plain = seeded_mnist(5), predivided = seeded_mnist(5), summed = seeded_mnist(5);
+  SGD sgd_plain(plain->parameters(), {.lr = 0.1}), sgd_predivided(predivided->parameters(), {.lr = 0.1}),
+      sgd_summed(summed->parameters(), {.lr = 0.1});
+  DistributedOptimizer opt_plain(sgd_plain, *plain, {.name_prefix = "plain/"});
+  DistributedOptimizer opt_predivided(sgd_predivided, *predivided,
+                                      {.gradient_predivide_factor = 2.5, .name_prefix = "predivided/"});
+  DistributedOptimizer opt_summed(sgd_summed, *summed, {.op = kolo::ReduceOp::Sum, .name_prefix = "summed/"});
+  for (Net* net : {plain.get(), predivided.get(), summed.get()}) train_pass(*net, data, rank() * kBatch, kBatch);
+  opt_plain.synchronize();
+  opt_predivided.synchronize();
+  opt_summed.synchronize();
+  require_close_parameters(*predivided, *plain, 1e-6, 1e-8, /*grads=*/true);
+  for (Parameter* p : plain->parameters())
+    for (int64_t i = 0; i < p->grad.numel(); ++i) p->grad[i] *= float(size());
+  require_close_parameters(*summed, *plain, 1e-6, 1e-8, /*grads=*/true);
+  // step() after synchronize() updates without sending again.
+  for (DistributedOptimizer* opt : {&opt_plain, &opt_predivided, &opt_summed}) REQUIRE(opt->step());
+}
+
+TEST_CASE("DistributedOptimizer: float16 compression is within float16 rounding of float32",
+          "[distributed][optimizer][fp16]") {
+  const Dataset& data = mnist_data();
+  auto exact = seeded_mnist(7), compressed = seeded_mnist(7), local = seeded_mnist(7);
+  SGD sgd_exact(exact->parameters(), {.lr = 0.1}), sgd_compressed(compressed->parameters(), {.lr = 0.1});
+  DistributedOptimizer opt_exact(sgd_exact, *exact, {.name_prefix = "fp32/"});
+  DistributedOptimizer opt_compressed(sgd_compressed, *compressed,
+                                      {.compression = Compression::FP16, .name_prefix = "fp16/"});
+  train_pass(*exact, data, rank() * kBatch, kBatch);
+  train_pass(*compressed, data, rank() * kBatch, kBatch);
+  opt_exact.synchronize();
+  opt_compressed.synchronize();
+
+  // Σ_r |g_r| per element, from every rank's gradient computed here: the rounding bound.
+  std::vector<std::vector<double>> abs_sum;
+  for (Parameter* p : local->parameters()) abs_sum.emplace_back(p->grad.numel(), 0.0);
+  for (int r = 0; r < size(); ++r) {
+    local->zero_grad();
+    train_pass(*local, data, r * kBatch, kBatch);
+    for (std::size_t k = 0; k < abs_sum.size(); ++k)
+      for (int64_t i = 0; i < local->parameters()[k]->grad.numel(); ++i)
+        abs_sum[k][i] += std::fabs(double(local->parameters()[k]->grad[i]));
+  }
+  // Each rank's value, each partial sum and the division round once to float16 (relative
+  // 2^-11 of at most Σ|g_r|, or 2^-25 absolute below float16's normal range).
+  const double steps = size() + 2;
+  int64_t differing = 0, total = 0;
+  for (std::size_t k = 0; k < abs_sum.size(); ++k) {
+    const Tensor& got = compressed->parameters()[k]->grad;
+    const Tensor& want = exact->parameters()[k]->grad;
+    for (int64_t i = 0; i < got.numel(); ++i, ++total) {
+      const double bound = steps * (std::ldexp(abs_sum[k][i] / size(), -11) + std::ldexp(1.0, -25));
+      INFO(exact->parameters()[k]->name << "[" << i << "]: float16 " << got[i] << ", float32 " << want[i]);
+      REQUIRE(std::fabs(double(got[i]) - double(want[i])) <= bound);
+      REQUIRE(static_cast<float>(static_cast<_Float16>(got[i])) == got[i]);  // it did travel as float16
+      differing += got[i] != want[i];
+    }
+  }
+  CHECK(differing > total / 10);
+  opt_exact.step();
+  opt_compressed.step();
+}
+
+TEST_CASE("DistributedOptimizer: step() also averages parameters whose gradient backward never announced",
+          "[distributed][optimizer]") {
+  // An extra parameter outside the net: no hook fires for it, as for an unused layer.
+  auto net = seeded_mnist(9);
+  Parameter extra{.name = "extra", .value = Tensor::full({3}, 1.0f), .grad = Tensor::full({3}, float(rank() + 1))};
+  std::vector<Parameter*> params = net->parameters();
+  params.push_back(&extra);
+  SGD sgd(params, {.lr = 1.0});
+  DistributedOptimizer opt(sgd, *net);
+  train_pass(*net, mnist_data(), rank() * kBatch, kBatch);
+  REQUIRE(opt.step());
+  const float mean = float(size() + 1) / 2;  // of 1, 2, ..., size()
+  for (int64_t i = 0; i < 3; ++i) CHECK(extra.value[i] == Approx(1.0f - mean).epsilon(1e-6));
+}
+
+TEST_CASE("DistributedOptimizer: ranks with fewer batches join; the others finish with their zeros",
+          "[distributed][optimizer][join]") {
+  // Rank r has 2 + r batches. While a rank has joined it adds zeros and the average still
+  // divides by size() (as Horovod): the reference does exactly that with every rank's data.
+  const Dataset& data = mnist_data();
+  const int64_t global = kBatch * size();
+  auto net = seeded_mnist(11), reference = seeded_mnist(11);
+  SGD sgd(net->parameters(), {.lr = 0.1, .momentum = 0.5}), reference_sgd(reference->parameters(),
+                                                                          {.lr = 0.1, .momentum = 0.5});
+  {
+    DistributedOptimizer opt(sgd, *net);
+    for (int64_t step = 0; step < 2 + rank(); ++step) {
+      opt.zero_grad();
+      train_pass(*net, data, step * global + rank() * kBatch, kBatch);
+      REQUIRE(opt.step());
+    }
+    bounded_join();
+  }
+  for (int64_t step = 0; step < 2 + rank(); ++step) {
+    reference_sgd.zero_grad();
+    for (int q = 0; q < size(); ++q)
+      if (step < 2 + q) train_pass(*reference, data, step * global + q * kBatch, kBatch);
+    for (Parameter* p : reference->parameters())
+      for (int64_t i = 0; i < p->grad.numel(); ++i) p->grad[i] /= float(size());
+    reference_sgd.step();
+  }
+  require_close_parameters(*net, *reference, 1e-5, 1e-6);
+}
+
+TEST_CASE("DistributedOptimizer: options out of range and misuse are errors that say what to do",
+          "[distributed][optimizer][errors]") {
+  using Catch::Matchers::Contains;
+  auto net = seeded_mnist(13);
+  SGD sgd(net->parameters(), {.lr = 0.1});
+  REQUIRE_THROWS_WITH(DistributedOptimizer(sgd, *net, {.op = kolo::ReduceOp::Max}),
+                      Contains("op must be average or sum, got max"));
+  REQUIRE_THROWS_WITH(DistributedOptimizer(sgd, *net, {.gradient_predivide_factor = 0}),
+                      Contains("gradient_predivide_factor must be positive"));
+  REQUIRE_THROWS_WITH(DistributedOptimizer(sgd, *net, {.op = kolo::ReduceOp::Sum, .gradient_predivide_factor = 2}),
+                      Contains("needs op average"));
+  REQUIRE_THROWS_WITH(DistributedOptimizer(sgd, *net, {.backward_passes_per_step = 0}),
+                      Contains("backward_passes_per_step must be at least 1, got 0"));
+  Parameter twin{.name = net->parameters()[0]->name, .value = Tensor({1}), .grad = Tensor({1})};
+  std::vector<Parameter*> params = net->parameters();
+  params.push_back(&twin);
+  SGD clashing(params, {.lr = 0.1});
+  REQUIRE_THROWS_WITH(DistributedOptimizer(clashing, *net), Contains("two parameters are named 'conv1.weight'"));
+
+  DistributedOptimizer opt(sgd, *net);
+  train_pass(*net, mnist_data(), rank() * kBatch, kBatch);
+  REQUIRE_THROWS_WITH(opt.zero_grad(), Contains("zero_grad() after backward and before step()"));
+  opt.synchronize();  // (so that the second backward below does not write under a running allreduce)
+  REQUIRE_THROWS_WITH(train_pass(*net, mnist_data(), rank() * kBatch, kBatch),
+                      Contains("was produced twice in one pass"));
+  REQUIRE(opt.step());  // the object stays usable
+  opt.zero_grad();
+  train_pass(*net, mnist_data(), rank() * kBatch, kBatch);
+  REQUIRE(opt.step());
+}
