@@ -1,0 +1,117 @@
+// Data-parallel training of the MNIST conv net (kolo::models::mnist_convnet) on
+// Fashion-MNIST, or on any folder of MNIST-format IDX files (--data-dir):
+//
+//   mpirun -np 2 build/examples/mnist/mnist            # 8 epochs, as in the README
+//   mpirun -np 2 build/examples/mnist/mnist --epochs 15 --metrics-csv run.csv
+//
+// Each rank trains on its share of every epoch (DistributedSampler) with its own batch of
+// --batch-size images; the gradients are averaged across ranks at every step, so the ranks
+// stay identical. The learning rate is scaled by the number of ranks (with a warmup), so
+// a run at any number of ranks reaches about the same accuracy. Rank 0 prints one line per
+// epoch (val_acc is the test set's accuracy, evaluated by all ranks together), then a summary.
+#include <chrono>
+#include <cstdio>
+
+#include "common/dataset_tools.h"
+#include "common/example_main.h"
+#include "common/fail_together.h"
+#include "common/format.h"
+#include "common/training_run.h"
+
+using namespace kolo::examples;
+namespace models = kolo::models;
+
+namespace {
+
+struct DataFlags {
+  std::string folder = models::default_fashion_mnist_folder();
+  int64_t train_limit = 0, test_limit = 0;
+};
+
+// Both splits, read by every rank (they are small); an error names the folder and says
+// where Fashion-MNIST comes from.
+void load(const DataFlags& flags, models::Dataset& train, models::Dataset& test) {
+  try {
+    train = models::load_mnist_folder(flags.folder, "train");
+    test = models::load_mnist_folder(flags.folder, "t10k");
+  } catch (const kolo::Error& e) {
+    throw kolo::Error(e.code(), std::string(e.what()) + "\n  (--data-dir takes a folder of MNIST-format files: " +
+                                    "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-...; " +
+                                    "Fashion-MNIST is in Debian's dataset-fashion-mnist package, in " +
+                                    models::default_fashion_mnist_folder() + ")");
+  }
+  if (train.channels != 1 || train.height != 28 || train.width != 28 || test.height != 28 || test.width != 28) {
+    throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                      flags.folder + ": the MNIST net needs 28x28 grey images, found " + std::to_string(train.channels) +
+                          "x" + std::to_string(train.height) + "x" + std::to_string(train.width));
+  }
+  keep_first(train, flags.train_limit);
+  keep_first(test, flags.test_limit);
+}
+
+int train_mnist(int argc, char** argv) {
+  const auto start = std::chrono::steady_clock::now();
+  CLI::App app{"Trains the MNIST conv net on Fashion-MNIST (or other MNIST-format data) on every rank of an "
+               "MPI job: mpirun -np 2 mnist"};
+  TrainingFlags flags{.epochs = 8, .batch_size = 64, .warmup_epochs = 1};
+  DataFlags data;
+  add_training_flags(app, flags);
+  app.add_option("--data-dir", data.folder, "folder with the IDX files (plain or .gz)")->capture_default_str();
+  app.add_option("--train-limit", data.train_limit, "train on the first N images only (0: all)")
+      ->check(kNonNegative);
+  app.add_option("--test-limit", data.test_limit, "evaluate on the first N test images only (0: all)")
+      ->check(kNonNegative);
+  if (std::optional<int> status = parse_flags(app, argc, argv)) return *status;
+  models::set_num_threads(threads_per_rank(flags));
+  const bool root = kolo::rank() == 0;
+
+  models::Dataset train, test;
+  fail_together([&] { load(data, train, test); });
+  const MeanStd stats = pixel_mean_std(train);
+  models::LoaderOptions loading;
+  loading.batch_size = flags.batch_size;
+  loading.mean = {stats.mean};
+  loading.stddev = {stats.stddev};
+  loading.seed = flags.seed;
+  models::DistributedSampler sampler(train.count, kolo::rank(), kolo::size(), /*shuffle=*/true, flags.seed);
+  models::DataLoader train_loader(train, sampler, loading);
+  models::LoaderOptions evaluating = loading;
+  evaluating.batch_size = 250;
+  Evaluator evaluator(test, evaluating);
+  fail_together([&] {
+    if (train_loader.batches_per_epoch() == 0) {
+      throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                        "each rank's share of the " + std::to_string(train.count) +
+                            " training images is smaller than one batch (--batch-size " +
+                            std::to_string(flags.batch_size) + ")");
+    }
+  });
+
+  std::unique_ptr<models::Net> net = models::mnist_convnet(train.classes);
+  models::initialize(*net, flags.seed);
+  std::unique_ptr<models::Optimizer> optimizer = make_optimizer(flags, net->parameters());
+  if (root) {
+    std::printf("mnist: %s: %s training and %s test images; %s (%s parameters)\n", data.folder.c_str(),
+                with_thousands(train.count).c_str(), with_thousands(test.count).c_str(), net->name.c_str(),
+                with_thousands(net->parameter_count()).c_str());
+    std::printf("%s x %s, batch %lld per rank (%lld in all), %s, %s\n", count_of(kolo::size(), "rank").c_str(),
+                count_of(models::num_threads(), "thread").c_str(), static_cast<long long>(flags.batch_size),
+                static_cast<long long>(flags.batch_size * kolo::size()), describe_optimization(flags).c_str(),
+                count_of(static_cast<double>(flags.epochs), "epoch").c_str());
+    std::fflush(stdout);
+  }
+
+  TrainingRun run{.net = *net,
+                  .optimizer = *optimizer,
+                  .train = train_loader,
+                  .test = evaluator,
+                  .flags = flags,
+                  .metadata = run_metadata("mnist", flags)};
+  const TrainingResult result = run_training(run);
+  print_summary(run, result, start);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return example_main("mnist", argc, argv, train_mnist); }
