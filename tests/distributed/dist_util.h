@@ -44,6 +44,13 @@ inline double train_pass(Net& net, const Dataset& d, int64_t first, int64_t coun
   return loss.loss;
 }
 
+// One single-process step on rows [first, first + count): the reference runs.
+inline void local_step(Net& net, Optimizer& optimizer, const Dataset& d, int64_t first, int64_t count) {
+  optimizer.zero_grad();
+  train_pass(net, d, first, count);
+  optimizer.step();
+}
+
 inline std::unique_ptr<Net> seeded_mnist(uint64_t seed) {
   auto net = mnist_convnet();
   initialize(*net, seed);

@@ -25,9 +25,7 @@ TEST_CASE("DistributedOptimizer: steps at np ranks of batch B equal local steps 
     opt.zero_grad();
     train_pass(*net, data, step * global + rank() * kBatch, kBatch);
     REQUIRE(opt.step());
-    reference_sgd.zero_grad();
-    train_pass(*reference, data, step * global, global);
-    reference_sgd.step();
+    local_step(*reference, reference_sgd, data, step * global, global);
   }
   require_close_parameters(*net, *reference, 1e-5, 1e-6);
 }
@@ -49,9 +47,7 @@ TEST_CASE("DistributedOptimizer: two accumulated passes of B equal one step on t
     opt.zero_grad();  // between passes: keeps the first pass's gradients
     train_pass(*net, data, step * global + (size() + rank()) * kBatch, kBatch);
     REQUIRE(opt.step());
-    reference_sgd.zero_grad();
-    train_pass(*reference, data, step * global, global);
-    reference_sgd.step();
+    local_step(*reference, reference_sgd, data, step * global, global);
   }
   require_close_parameters(*net, *reference, 1e-5, 1e-6);
 }
@@ -78,47 +74,71 @@ TEST_CASE("DistributedOptimizer: predivide factor gives the average, op sum give
   for (DistributedOptimizer* opt : {&opt_plain, &opt_predivided, &opt_summed}) REQUIRE(opt->step());
 }
 
-TEST_CASE("DistributedOptimizer: float16 compression is within float16 rounding of float32",
-          "[distributed][optimizer][fp16]") {
+namespace {
+
+// Float16 against float32 with the same options otherwise, after `passes` backward passes:
+// every element within float16's rounding of the float32 result, and every one a float16
+// value (so it did travel as float16).
+void check_fp16_close_to_fp32(DistributedOptions options, int passes, uint64_t seed) {
   const Dataset& data = mnist_data();
-  auto exact = seeded_mnist(7), compressed = seeded_mnist(7), local = seeded_mnist(7);
+  const auto pass_rows = [&](int r, int pass) { return (pass * size() + r) * kBatch; };
+  auto exact = seeded_mnist(seed), compressed = seeded_mnist(seed), local = seeded_mnist(seed);
   SGD sgd_exact(exact->parameters(), {.lr = 0.1}), sgd_compressed(compressed->parameters(), {.lr = 0.1});
-  DistributedOptimizer opt_exact(sgd_exact, *exact, {.name_prefix = "fp32/"});
-  DistributedOptimizer opt_compressed(sgd_compressed, *compressed,
-                                      {.compression = Compression::FP16, .name_prefix = "fp16/"});
-  train_pass(*exact, data, rank() * kBatch, kBatch);
-  train_pass(*compressed, data, rank() * kBatch, kBatch);
+  options.backward_passes_per_step = passes;
+  options.name_prefix = "fp32/";
+  DistributedOptimizer opt_exact(sgd_exact, *exact, options);
+  options.compression = Compression::FP16;
+  options.name_prefix = "fp16/";
+  DistributedOptimizer opt_compressed(sgd_compressed, *compressed, options);
+  for (int pass = 0; pass < passes; ++pass) {
+    for (auto [net, opt] : {std::pair{exact.get(), &opt_exact}, std::pair{compressed.get(), &opt_compressed}}) {
+      opt->zero_grad();
+      train_pass(*net, data, pass_rows(rank(), pass), kBatch);
+      if (pass + 1 < passes) REQUIRE_FALSE(opt->step());
+    }
+  }
   opt_exact.synchronize();
   opt_compressed.synchronize();
 
-  // Σ_r |g_r| per element, from every rank's gradient computed here: the rounding bound.
+  // Σ_r |g_r| per element (g_r: rank r's gradient, averaged over its passes), from every
+  // rank's passes computed here: what the rounding bound scales with.
   std::vector<std::vector<double>> abs_sum;
   for (Parameter* p : local->parameters()) abs_sum.emplace_back(p->grad.numel(), 0.0);
   for (int r = 0; r < size(); ++r) {
     local->zero_grad();
-    train_pass(*local, data, r * kBatch, kBatch);
+    for (int pass = 0; pass < passes; ++pass) train_pass(*local, data, pass_rows(r, pass), kBatch);
     for (std::size_t k = 0; k < abs_sum.size(); ++k)
       for (int64_t i = 0; i < local->parameters()[k]->grad.numel(); ++i)
-        abs_sum[k][i] += std::fabs(double(local->parameters()[k]->grad[i]));
+        abs_sum[k][i] += std::fabs(double(local->parameters()[k]->grad[i])) / passes;
   }
-  // Each rank's value, each partial sum and the division round once to float16 (relative
-  // 2^-11 of at most Σ|g_r|, or 2^-25 absolute below float16's normal range).
-  const double steps = size() + 2;
+  // Each rank's value, each partial sum and the final scaling round once to float16
+  // (relative 2^-11, or 2^-25 absolute below float16's normal range, times what the
+  // predivide factor undoes after the sum).
+  const double roundings = size() + 2, f = options.gradient_predivide_factor;
   int64_t differing = 0, total = 0;
   for (std::size_t k = 0; k < abs_sum.size(); ++k) {
     const Tensor& got = compressed->parameters()[k]->grad;
     const Tensor& want = exact->parameters()[k]->grad;
     for (int64_t i = 0; i < got.numel(); ++i, ++total) {
-      const double bound = steps * (std::ldexp(abs_sum[k][i] / size(), -11) + std::ldexp(1.0, -25));
+      const double bound = roundings * (std::ldexp(abs_sum[k][i] / size(), -11) + std::ldexp(std::max(1.0, f), -25));
       INFO(exact->parameters()[k]->name << "[" << i << "]: float16 " << got[i] << ", float32 " << want[i]);
       REQUIRE(std::fabs(double(got[i]) - double(want[i])) <= bound);
-      REQUIRE(static_cast<float>(static_cast<_Float16>(got[i])) == got[i]);  // it did travel as float16
+      REQUIRE(static_cast<float>(static_cast<_Float16>(got[i])) == got[i]);  // it travelled as float16
       differing += got[i] != want[i];
     }
   }
   CHECK(differing > total / 10);
-  opt_exact.step();
-  opt_compressed.step();
+  REQUIRE(opt_exact.step());
+  REQUIRE(opt_compressed.step());
+}
+
+}  // namespace
+
+TEST_CASE("DistributedOptimizer: float16 compression is within float16 rounding of float32",
+          "[distributed][optimizer][fp16]") {
+  SECTION("average") { check_fp16_close_to_fp32({}, 1, 7); }
+  SECTION("predivide factor 2") { check_fp16_close_to_fp32({.gradient_predivide_factor = 2}, 1, 8); }
+  SECTION("two accumulated passes (the 1/2 applied before the cast)") { check_fp16_close_to_fp32({}, 2, 9); }
 }
 
 TEST_CASE("DistributedOptimizer: step() also averages parameters whose gradient backward never announced",
