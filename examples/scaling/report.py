@@ -24,6 +24,8 @@ class Row:
     images_per_s: float
     fused_bytes_per_step: float
     comm_share: float        # allreduce time / training time, rank 0's timeline
+    runs: int                # how many runs the median was taken over
+    load: float              # the machine's 1-minute load average after the median run
     speedup: float = 0.0
     efficiency: float = 0.0
     ideal_epoch_s: float = 0.0

@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import placements  # noqa: E402
@@ -69,8 +70,16 @@ def parse_args(argv):
     return args
 
 
+@dataclass(order=True)
+class Run:
+    epoch_s: float          # training time of one epoch (median over the timed epochs)
+    images: float           # per epoch, all ranks
+    fused_bytes_per_step: float
+    comm_share: float
+    load: float             # the machine's 1-minute load average when the run ended
+
+
 def run_once(args, program, placement, ranks, links, run_dir):
-    """One training run; returns (epoch seconds, images/s, fused bytes/step, comm share)."""
     os.makedirs(run_dir, exist_ok=True)
     metrics, timeline = os.path.join(run_dir, "metrics.csv"), os.path.join(run_dir, "timeline.json")
     for stale in (metrics, timeline):
@@ -103,39 +112,45 @@ def run_once(args, program, placement, ranks, links, run_dir):
                            f"{run_dir}/output.log:\n{tail}")
     epochs = programs.read_metrics(metrics, args.batch, ranks)
     timed = epochs.train_seconds[1:] or epochs.train_seconds
-    epoch_s = statistics.median(timed)
-    images = epochs.train_seconds[0] * epochs.images_per_s[0]
     per_step, share = timeline_stats.summarize(timeline, sum(epochs.train_seconds), epochs.steps)
-    return epoch_s, images, per_step, share
+    return Run(epoch_s=statistics.median(timed), images=epochs.train_seconds[0] * epochs.images_per_s[0],
+               fused_bytes_per_step=per_step, comm_share=share, load=os.getloadavg()[0])
 
 
-def measure(args, program, placement, ranks, links):
-    runs = []
-    for rep in range(args.repeat):
-        run_dir = os.path.join(args.out, "runs", f"{placement.name}-{links}-np{ranks}-{rep + 1}")
-        runs.append(run_once(args, program, placement, ranks, links, run_dir))
-    epoch_s, images, per_step, share = sorted(runs)[len(runs) // 2]
+def row_of(args, placement, ranks, links, runs):
+    """The configuration's median run (by epoch time)."""
+    run = sorted(runs)[len(runs) // 2]
     return report.Row(placement=placement.name, links=links if placement.name == "netns" else "-",
                       ranks=ranks, nodes=placement.nodes(ranks), model=args.model, batch=args.batch,
-                      threads=args.threads, images=round(images), epoch_s=epoch_s,
-                      images_per_s=images / epoch_s, fused_bytes_per_step=per_step, comm_share=share)
+                      threads=args.threads, images=round(run.images), epoch_s=run.epoch_s,
+                      images_per_s=run.images / run.epoch_s, fused_bytes_per_step=run.fused_bytes_per_step,
+                      comm_share=run.comm_share, runs=len(runs), load=run.load)
 
 
 def run_experiment(args, program, rows):
     slots = -(-args.ranks[-1] // args.hosts)  # per host, enough for the largest run
     for name in args.placements:
         with placements.make(name, args.build, args.hosts, slots) as placement:
-            link_settings = args.links if name == "netns" else ["none"]
-            for links in link_settings:
-                rate = "" if links == "none" else links
-                placement.shape(rate, args.delay if name == "netns" else "")
-                for ranks in args.ranks:
-                    start = time.monotonic()
-                    row = measure(args, program, placement, ranks, links)
-                    rows.append(row)
-                    print(f"  {name:6} {row.links:>7} links  np {ranks:2} on {row.nodes} node(s): epoch "
-                          f"{row.epoch_s:6.2f} s, {row.images_per_s:7,.0f} img/s, comm {row.comm_share:5.1%}"
-                          f"  ({time.monotonic() - start:.0f} s)", flush=True)
+            settings = args.links if name == "netns" else ["none"]
+            runs = {}  # (links, ranks) -> [Run]
+            try:
+                # Rounds over every configuration, so that a change in the machine's load
+                # falls on all of them alike; each configuration keeps its median run.
+                for rep in range(args.repeat):
+                    for links in settings:
+                        placement.shape("" if links == "none" else links, args.delay if name == "netns" else "")
+                        for ranks in args.ranks:
+                            run_dir = os.path.join(args.out, "runs", f"{name}-{links}-np{ranks}-{rep + 1}")
+                            start = time.monotonic()
+                            run = run_once(args, program, placement, ranks, links, run_dir)
+                            runs.setdefault((links, ranks), []).append(run)
+                            print(f"  round {rep + 1}: {name:5} {links:>7} links  np {ranks:2} on "
+                                  f"{placement.nodes(ranks)} node(s): epoch {run.epoch_s:6.2f} s, "
+                                  f"{run.images / run.epoch_s:7,.0f} img/s, comm {run.comm_share:5.1%}, "
+                                  f"load {run.load:4.1f}  ({time.monotonic() - start:.0f} s)", flush=True)
+            finally:
+                rows.extend(row_of(args, placement, ranks, links, found)
+                            for (links, ranks), found in runs.items())
 
 
 def interrupt(signum, frame):
@@ -176,7 +191,9 @@ def main(argv):
         text = report.table(rows)
         with open(os.path.join(args.out, "scaling.md"), "w") as f:
             f.write(text + "\n")
-        print("\n" + text + "\n")
+        loads = [r.load for r in rows]
+        print(f"\n{text}\n\nload average after the runs: {min(loads):.1f} to {max(loads):.1f} "
+              f"({os.cpu_count()} cores)\n")
         title = args.title or (f"{args.model}, batch {args.batch}/rank, {args.threads} thread(s)/rank, "
                                f"{args.images} images/epoch")
         report.plot(rows, os.path.join(args.out, "scaling.png"), title)

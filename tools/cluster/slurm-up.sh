@@ -54,13 +54,17 @@ trap '(($? == 0)) || { cluster_log "failed; logs:"; tail -n 5 "$D"/log/*.log >&2
 
 mkdir -p "$D"/{munge,ctld,log,spool,tmp}
 chmod 700 "$D" "$D/munge"
+# Two clusters starting at once (two build folders' tests) would pick the same free ports:
+# the choice is serialized until our daemons listen on them (the lock goes with this script).
+exec 9>"/tmp/kolo-slurm-ports.lock"
+flock -w 120 9 || cluster_die "another slurm-up.sh holds /tmp/kolo-slurm-ports.lock for over 2 minutes"
 ports="$(cluster_free_port_base 400)"   # ctld, one per slurmd, then srun's range
 
 # ---- munge: a private key and socket (never /etc/munge or /run/munge)
 dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 status=none
 chmod 400 "$D/munge/munge.key"
 munged --force --key-file="$D/munge/munge.key" --socket="$D/munge/munge.socket" \
-  --pid-file="$D/munged.pid" --log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed"
+  --pid-file="$D/munged.pid" --log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed" 9>&-
 for _ in $(seq 50); do [[ -S "$D/munge/munge.socket" ]] && break; sleep 0.1; done
 timeout 5 munge -S "$D/munge/munge.socket" -n </dev/null | timeout 5 unmunge -S "$D/munge/munge.socket" >/dev/null ||
   cluster_die "munge does not answer (see $D/log/munged.log)"
@@ -124,12 +128,12 @@ echo "export SLURM_CONF=$D/slurm.conf" >"$D/env.sh"
 export SLURM_CONF="$D/slurm.conf"
 
 # ---- daemons: the controller, then one slurmd per logical node
-slurmctld -f "$SLURM_CONF" -i -c
+slurmctld -f "$SLURM_CONF" -i -c 9>&-   # (9>&-: the daemons must not keep the port lock)
 for _ in $(seq 100); do timeout 5 scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
 alive "$D/slurmctld.pid" || cluster_die "slurmctld did not start"
 for ((i = 0; i < nodes; i++)); do
   mkdir -p "$D/spool/node$i" "$D/tmp/node$i"
-  slurmd -f "$SLURM_CONF" -N "node$i"
+  slurmd -f "$SLURM_CONF" -N "node$i" 9>&-
 done
 idle=0
 for _ in $(seq 150); do
