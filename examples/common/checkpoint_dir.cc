@@ -6,7 +6,6 @@
 #include <set>
 #include <vector>
 
-#include "common/distributed_stopgap.h"
 #include "common/fail_together.h"
 
 namespace kolo::examples {
@@ -68,8 +67,9 @@ int64_t resume_from_latest(const CheckpointDir& dir, models::Module& net, models
   });
   kolo::broadcast("examples/resume_epoch", kolo::view(epoch), 0);
   if (epoch[0] == 0) return 0;
-  fail_together([&] { stopgap::share_restored_state(dir.path_for(epoch[0]), net, optimizer); });
-  if (kolo::rank() == 0) {
+  models::broadcast_parameters(net, 0);
+  models::broadcast_optimizer_state(optimizer, 0);
+  if (models::is_root()) {
     for (const auto& [key, value] : expected) {
       auto found = checkpoint.metadata.find(key);
       const std::string saved = found == checkpoint.metadata.end() ? "(none)" : found->second;

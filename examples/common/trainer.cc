@@ -62,8 +62,8 @@ EpochStats Trainer::train_epoch(models::DataLoader& loader, int64_t epoch, Progr
   stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   // Every rank has the same number of full batches (the sampler pads, the loader drops the rest).
   stats.images = images * kolo::size();
-  stats.loss = stopgap::average_metric(loss_sum / stats.steps, "examples/train_loss");
-  stats.acc = stopgap::average_metric(acc_sum / stats.steps, "examples/train_acc");
+  stats.loss = models::average_metric(loss_sum / stats.steps, "train_loss");
+  stats.acc = models::average_metric(acc_sum / stats.steps, "train_acc");
   return stats;
 }
 

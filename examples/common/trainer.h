@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <memory>
 
-#include "common/distributed_stopgap.h"
 #include "common/progress_bar.h"
 #include "kolo/models.h"
 
@@ -43,7 +42,7 @@ class Trainer {
 
  private:
   models::Net& net_;
-  stopgap::DistributedOptimizer optimizer_;
+  models::DistributedOptimizer optimizer_;
   double scaled_lr_;
   std::unique_ptr<models::LrSchedule> schedule_;
 };

@@ -5,7 +5,6 @@
 #include <sstream>
 #include <thread>
 
-#include "common/distributed_stopgap.h"
 #include "common/format.h"
 #include "common/terminal.h"
 
@@ -66,7 +65,7 @@ std::optional<int> parse_flags(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (kolo::rank() == 0) return app.exit(e);
+    if (models::is_root()) return app.exit(e);
     return e.get_exit_code();
   }
   return std::nullopt;
@@ -80,7 +79,7 @@ double base_lr(const TrainingFlags& f) {
 }
 
 std::unique_ptr<models::Optimizer> make_optimizer(const TrainingFlags& f, std::vector<models::Parameter*> params) {
-  const double lr = stopgap::scaled_lr(base_lr(f));
+  const double lr = models::scaled_lr(base_lr(f));
   if (f.optimizer == "adam") return std::make_unique<models::Adam>(std::move(params), models::AdamOptions{.lr = lr});
   if (f.optimizer == "adadelta") {
     return std::make_unique<models::Adadelta>(std::move(params), models::AdadeltaOptions{.lr = lr});
@@ -90,7 +89,7 @@ std::unique_ptr<models::Optimizer> make_optimizer(const TrainingFlags& f, std::v
 
 std::unique_ptr<models::LrSchedule> make_schedule(const TrainingFlags& f) {
   std::vector<std::unique_ptr<models::LrSchedule>> parts;
-  if (f.warmup_epochs > 0 && kolo::size() > 1) parts.push_back(stopgap::size_warmup(f.warmup_epochs));
+  if (f.warmup_epochs > 0 && kolo::size() > 1) parts.push_back(models::size_warmup(f.warmup_epochs));
   if (f.schedule == "cosine") parts.push_back(models::cosine_schedule(static_cast<double>(f.epochs)));
   return models::compose(std::move(parts));
 }
@@ -112,7 +111,7 @@ std::string describe_optimization(const TrainingFlags& f) {
   out << f.optimizer;
   if (f.optimizer == "sgd") out << " (momentum " << f.momentum << ")";
   const double lr = base_lr(f);
-  out << ", lr " << stopgap::scaled_lr(lr);
+  out << ", lr " << models::scaled_lr(lr);
   if (kolo::size() > 1) out << " (" << lr << " x " << kolo::size() << " ranks)";
   if (f.warmup_epochs > 0 && kolo::size() > 1) out << ", warmup " << count_of(f.warmup_epochs, "epoch");
   if (f.schedule == "cosine") out << ", cosine decay";

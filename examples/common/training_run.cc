@@ -39,7 +39,7 @@ std::map<std::string, std::string> run_metadata(const std::string& program, cons
 
 TrainingResult run_training(TrainingRun& run) {
   const TrainingFlags& flags = run.flags;
-  const bool root = kolo::rank() == 0;
+  const bool root = models::is_root();
   const CheckpointDir checkpoints(flags.checkpoint_dir);
   TrainingResult result;
   if (flags.resume) {
@@ -52,11 +52,14 @@ TrainingResult run_training(TrainingRun& run) {
       }
     }
   }
+  // Ranks start from rank 0's weights, as Horovod's broadcast_parameters callback does
+  // (equal seeds already make them equal; this makes it so whatever the caller did).
+  if (result.first_epoch == 0) models::broadcast_parameters(run.net, 0);
   MetricsCsv csv;
   fail_together([&] {
     if (root) csv = MetricsCsv(flags.metrics_csv, result.first_epoch);
   });
-  Trainer trainer(run.net, run.optimizer, stopgap::scaled_lr(base_lr(flags)), make_schedule(flags));
+  Trainer trainer(run.net, run.optimizer, models::scaled_lr(base_lr(flags)), make_schedule(flags));
   ProgressBar progress(stdout, root && progress_wanted(flags));
   std::fflush(stdout);
 

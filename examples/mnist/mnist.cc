@@ -63,7 +63,7 @@ int train_mnist(int argc, char** argv) {
       ->check(kNonNegative);
   if (std::optional<int> status = parse_flags(app, argc, argv)) return *status;
   models::set_num_threads(threads_per_rank(flags));
-  const bool root = kolo::rank() == 0;
+  const bool root = models::is_root();
 
   models::Dataset train, test;
   fail_together([&] { load(data, train, test); });
