@@ -70,8 +70,10 @@ class Local:
             raise ValueError("link shaping needs the netns placement (local ranks talk through shared memory)")
 
 
-class NamespaceHosts:
-    name = "netns"
+class Cluster:
+    """A placement on a cluster that tools/cluster/ makes for it: UP_SCRIPT when entered,
+    DOWN_SCRIPT when left, its state in a fresh folder under /tmp (short: sockets go there)."""
+    up_script = down_script = ""
 
     def __init__(self, build, hosts, slots):
         self.local = Local(build)
@@ -79,18 +81,22 @@ class NamespaceHosts:
         self.state = None
 
     def __enter__(self):
-        self.state = tempfile.mkdtemp(prefix="kolo-scaling-netns-", dir="/tmp")
-        os.rmdir(self.state)  # netns-up.sh makes it (and netns-down.sh removes it)
-        _cluster_script("netns-up.sh", "--hosts", str(self.hosts), "--slots", str(self.slots), self.state)
+        self.state = tempfile.mkdtemp(prefix=f"kolo-{self.name}-", dir="/tmp")
+        _cluster_script(self.up_script, "--hosts", str(self.hosts), "--slots", str(self.slots), self.state)
         return self
 
     def __exit__(self, *exc):
         if self.state:
-            _cluster_script("netns-down.sh", self.state)
+            _cluster_script(self.down_script, self.state)
         return False
 
     def nodes(self, ranks):
         return min(ranks, self.hosts)
+
+
+class NamespaceHosts(Cluster):
+    name = "netns"
+    up_script, down_script = "netns-up.sh", "netns-down.sh"
 
     def command(self, ranks, argv):
         host_list = ",".join(f"node{i}:{n}" for i, n in enumerate(spread(ranks, self.hosts)))
@@ -107,28 +113,13 @@ class NamespaceHosts:
         _cluster_script("shape.sh", self.state, *args)
 
 
-class Slurm:
+class Slurm(Cluster):
     name = "slurm"
-
-    def __init__(self, build, hosts, slots):
-        self.local = Local(build)
-        self.hosts, self.slots = hosts, slots
-        self.state = None
-
-    def __enter__(self):
-        self.state = tempfile.mkdtemp(prefix="kolo-sc-", dir="/tmp")  # short: sockets go under it
-        _cluster_script("slurm-up.sh", "--nodes", str(self.hosts), "--cpus", str(self.slots), self.state)
-        return self
-
-    def __exit__(self, *exc):
-        if self.state:
-            _cluster_script("slurm-down.sh", self.state)
-        return False
-
-    def nodes(self, ranks):
-        return min(ranks, self.hosts)
+    up_script, down_script = "slurm-up.sh", "slurm-down.sh"
 
     def command(self, ranks, argv):
+        if ranks > self.hosts * self.slots:
+            raise ValueError(f"np {ranks} does not fit on {self.hosts} SLURM nodes of {self.slots} CPUs")
         env = {"SLURM_CONF": os.path.join(self.state, "slurm.conf")}
         place = ["-N", str(self.nodes(ranks)), "-n", str(ranks)]
         if self.local.kolorun:

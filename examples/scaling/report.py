@@ -64,11 +64,13 @@ def table(rows):
     return "\n".join(lines)
 
 
-def plot(rows, path, title):
+def plot(rows, path, title, cores):
     import matplotlib
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
+    """Three panels: epoch time, speedup, efficiency against ranks, one line per series.
+    `cores`: the machine's, which bound the speedup when every rank runs on it."""
     fig, (ax_time, ax_speed, ax_eff) = plt.subplots(1, 3, figsize=(13, 4))
     ranks = sorted({r.ranks for r in rows})
     for i, key in enumerate(dict.fromkeys(r.series() for r in rows)):
@@ -82,6 +84,12 @@ def plot(rows, path, title):
         ax_eff.plot(x, [100 * r.efficiency for r in members], "o-", color=color, label=label)
     base = ranks[0]
     ax_speed.plot(ranks, [n / base for n in ranks], "k:", label="ideal")
+    # All placements share this machine's cores: more ranks than cores x threads cannot add speed.
+    limit = max(1, cores // rows[0].threads)
+    if ranks[-1] > limit:
+        ax_speed.plot(ranks, [min(n, limit) / min(base, limit) for n in ranks], "--", color="grey",
+                      label=f"{cores} cores' limit")
+        ax_speed.legend(fontsize=8)
     ax_eff.axhline(100, color="k", linestyle=":", label="ideal")
     for ax, ylabel, heading in ((ax_time, "epoch time (s)", "Epoch time (dotted: ideal)"),
                                 (ax_speed, "speedup", "Speedup"), (ax_eff, "efficiency (%)", "Efficiency")):

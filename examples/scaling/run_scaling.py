@@ -196,7 +196,7 @@ def main(argv):
               f"({os.cpu_count()} cores)\n")
         title = args.title or (f"{args.model}, batch {args.batch}/rank, {args.threads} thread(s)/rank, "
                                f"{args.images} images/epoch")
-        report.plot(rows, os.path.join(args.out, "scaling.png"), title)
+        report.plot(rows, os.path.join(args.out, "scaling.png"), title, os.cpu_count())
         print(f"wrote {args.out}/scaling.csv, scaling.md, scaling.png")
     if failure:
         sys.exit(f"run_scaling: {failure}")

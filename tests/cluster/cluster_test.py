@@ -202,7 +202,7 @@ def main():
     parser.add_argument("--kolorun", default="")
     args = parser.parse_args()
     cases = {
-        "slurm-up": lambda: bring_up(args, "slurm-up.sh", ["--nodes", "2", "--cpus", "2"]),
+        "slurm-up": lambda: bring_up(args, "slurm-up.sh", ["--hosts", "2", "--slots", "2"]),
         "slurm-down": lambda: tear_down(args, "slurm-down.sh"),
         "netns-up": lambda: bring_up(args, "netns-up.sh", ["--hosts", "2", "--slots", "2"]),
         "netns-down": lambda: tear_down(args, "netns-down.sh"),

@@ -8,6 +8,8 @@
 #                                dpkg lock held by someone else; SKIP if that cannot work
 #   cluster_stop_pid PID         TERM, wait up to 10 s, then KILL - one process we started
 #   cluster_free_port_base N     a port P such that P..P+N-1 have no listener
+#   cluster_up_args "$@"         parses "[--hosts N] [--slots S] STATE_DIR", the arguments
+#                                of every *-up.sh, into HOSTS, SLOTS and STATE
 set -euo pipefail
 
 CLUSTER_SCRIPT="$(basename "$0")"
@@ -65,4 +67,20 @@ cluster_free_port_base() {
     fi
   done
   cluster_die "no free block of $n ports between 20000 and 40000"
+}
+
+# A host is a SLURM node or a namespace host; its slots are CPUs (SLURM) or MPI slots.
+cluster_up_args() {
+  local usage="usage: $CLUSTER_SCRIPT [--hosts N] [--slots S] STATE_DIR"
+  HOSTS=2 SLOTS=2
+  while (($# > 1)); do
+    case "$1" in
+      --hosts) HOSTS="$2"; shift 2 ;;
+      --slots) SLOTS="$2"; shift 2 ;;
+      *) cluster_die "unknown option $1 ($usage)" ;;
+    esac
+  done
+  (($# == 1)) || cluster_die "$usage"
+  [[ "$HOSTS" =~ ^[1-9][0-9]?$ && "$SLOTS" =~ ^[1-9][0-9]?$ ]] || cluster_die "--hosts and --slots take 1..99"
+  STATE="$1"
 }

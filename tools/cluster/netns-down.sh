@@ -26,5 +26,5 @@ for dir in "${TMPDIR:-/tmp}"/ompi.node[0-9]*."$(id -u)"; do
   done
   rmdir "$dir" 2>/dev/null
 done
-[[ -n "$namespaces" ]] && cluster_log "removed $(echo $namespaces | wc -w) namespaces (${tag}-*)"
+[[ -n "$namespaces" ]] && cluster_log "removed $(wc -w <<<"$namespaces") namespaces (${tag}-*)"
 exit 0

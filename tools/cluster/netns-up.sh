@@ -26,17 +26,9 @@
 # Exit 77 (SKIP for CTest) when this machine cannot do it (not root, no `ip netns`).
 source "$(dirname "$0")/lib.sh"
 
-hosts=2 slots=2
-while (($# > 1)); do
-  case "$1" in
-    --hosts) hosts="$2"; shift 2 ;;
-    --slots) slots="$2"; shift 2 ;;
-    *) cluster_die "unknown option $1 (usage: netns-up.sh [--hosts N] [--slots S] STATE_DIR)" ;;
-  esac
-done
-(($# == 1)) || cluster_die "usage: netns-up.sh [--hosts N] [--slots S] STATE_DIR"
-[[ "$hosts" =~ ^[1-9][0-9]?$ && "$slots" =~ ^[1-9][0-9]?$ ]] || cluster_die "--hosts and --slots take 1..99"
-D="$(realpath -m "$1")"
+cluster_up_args "$@"
+hosts=$HOSTS slots=$SLOTS
+D="$(realpath -m "$STATE")"
 tag="k$(printf '%s' "$D" | md5sum | cut -c1-6)"   # namespace name prefix for this STATE_DIR
 net=10.77.0
 

@@ -3,7 +3,7 @@
 # slurmd per logical node (node0, node1, ...), as root, without systemd and without
 # touching /etc. Everything (configs, keys, sockets, logs, pid files) lives in STATE_DIR.
 #
-#   tools/cluster/slurm-up.sh [--nodes 2] [--cpus 2] STATE_DIR
+#   tools/cluster/slurm-up.sh [--hosts 2] [--slots 2] STATE_DIR   # nodes, CPUs per node
 #   source STATE_DIR/env.sh          # SLURM_CONF for srun, sbatch, sinfo, scontrol
 #   srun --mpi=pmix -N 2 -n 4 build/examples/allreduce_demo
 #   tools/cluster/slurm-down.sh STATE_DIR
@@ -24,17 +24,9 @@
 #  - Debian's Open MPI has no SLURM PMI-1/2 support: srun needs --mpi=pmix (MpiDefault here).
 source "$(dirname "$0")/lib.sh"
 
-nodes=2 cpus=2
-while (($# > 1)); do
-  case "$1" in
-    --nodes) nodes="$2"; shift 2 ;;
-    --cpus) cpus="$2"; shift 2 ;;
-    *) cluster_die "unknown option $1 (usage: slurm-up.sh [--nodes N] [--cpus C] STATE_DIR)" ;;
-  esac
-done
-(($# == 1)) || cluster_die "usage: slurm-up.sh [--nodes N] [--cpus C] STATE_DIR"
-[[ "$nodes" =~ ^[1-9][0-9]?$ && "$cpus" =~ ^[1-9][0-9]?$ ]] || cluster_die "--nodes and --cpus take 1..99"
-D="$1"
+cluster_up_args "$@"
+nodes=$HOSTS cpus=$SLOTS   # SLURM's words
+D="$STATE"
 # Unix sockets (munge, pmix) live under D and their paths must stay under 108 bytes.
 ((${#D} <= 48)) || cluster_die "STATE_DIR '$D' is too long (${#D} > 48 characters; sockets go under it)"
 
