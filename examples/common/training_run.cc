@@ -83,6 +83,7 @@ TrainingResult run_training(TrainingRun& run) {
                              .val_acc = result.test_acc,
                              .images_per_s = stats.images / stats.seconds,
                              .lr = stats.lr};
+    result.epochs.push_back(report);
     progress.clear();
     if (root) {
       std::printf("%s\n", epoch_line(report).c_str());

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/evaluator.h"
+#include "common/format.h"
 #include "common/trainer.h"
 #include "common/training_flags.h"
 #include "kolo/models.h"
@@ -33,6 +35,7 @@ struct TrainingResult {
   double train_seconds = 0;    // training only
   int64_t images = 0;          // trained on by this run, all ranks together
   PhaseSeconds phases;         // rank 0's
+  std::vector<EpochReport> epochs;  // the epoch lines of this run, for reports after it
 };
 
 TrainingResult run_training(TrainingRun& run);
