@@ -87,11 +87,16 @@ int train_cifar10(int argc, char** argv) {
   CLI::App app{"Trains a ResNet on CIFAR-10 (or synthetic data of its shape) on every rank of an MPI job: "
                "mpirun -np 2 cifar10_resnet [--data-dir cifar-10-batches-bin]"};
   // The seeds' settings: batch 256 per rank, lr 0.1 for it (x ranks), 128x128 inputs.
-  TrainingFlags flags{.epochs = 3, .batch_size = 256, .lr = 0.1, .warmup_epochs = 1};
+  TrainingFlags flags{.epochs = 3, .batch_size = 256, .warmup_epochs = 1};
   CifarFlags cifar;
   add_training_flags(app, flags);
+  app.get_option("--lr")->description(
+      "learning rate for one rank's batch, multiplied by the number of ranks (default: sgd 0.1 x batch / 256, "
+      "adam 0.001, adadelta 1.0)");
   add_cifar_flags(app, cifar);
   if (std::optional<int> status = parse_flags(app, argc, argv)) return *status;
+  // Without --lr: 0.1 per 256 images of a rank's batch (Goyal et al.'s linear rule).
+  if (flags.lr == 0 && flags.optimizer == "sgd") flags.lr = 0.1 * static_cast<double>(flags.batch_size) / 256;
   models::set_num_threads(threads_per_rank(flags));
   const bool root = models::is_root();
 

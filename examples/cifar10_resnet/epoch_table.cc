@@ -1,6 +1,7 @@
 #include "cifar10_resnet/epoch_table.h"
 
 #include <cstdio>
+#include <string>
 
 namespace kolo::examples {
 
@@ -21,9 +22,9 @@ void print_epoch_table(const std::vector<EpochReport>& epochs, bool synthetic) {
   }
   if (epochs.size() > 1) {
     const double n = static_cast<double>(epochs.size() - 1);
-    std::printf("mean of epochs %lld-%lld: %.1f s, %.1f img/s\n", static_cast<long long>(epochs[1].epoch),
-                static_cast<long long>(epochs.back().epoch),
-                seconds / n, images_per_s / n);
+    std::string which = "epoch " + std::to_string(epochs[1].epoch);
+    if (epochs.size() > 2) which = "epochs " + std::to_string(epochs[1].epoch) + "-" + std::to_string(epochs.back().epoch);
+    std::printf("mean of %s: %.1f s, %.1f img/s\n", which.c_str(), seconds / n, images_per_s / n);
   }
   std::fflush(stdout);
 }
