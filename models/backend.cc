@@ -1,6 +1,9 @@
 #include "backend.h"
 
+#include <string>
+
 #include "cpu/cpu_backend.h"
+#include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
 
@@ -8,5 +11,7 @@ Backend& compute() {
   static cpu::CpuBackend backend;
   return backend;
 }
+
+Backend& compute(Device device) { return device.is_cpu() ? compute() : gpu_runtime().backend(device.index); }
 
 }  // namespace kolo::models

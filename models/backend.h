@@ -1,10 +1,15 @@
 // The kernel boundary of the model layer: layers describe what to compute, a Backend
-// computes it. The CPU backend (models/cpu/, on Eigen) is the only one today; a CUDA one
-// implements the same interface. All pointers are to contiguous NCHW float32 memory the
-// backend can address; "accumulate" outputs are added to, the others overwritten.
+// computes it. The CPU backend is models/cpu/ (on Eigen), the CUDA one models/cuda/ (cuDNN,
+// cuBLAS and kernels of its own). All pointers are to contiguous NCHW float32 memory the
+// backend can address (host memory for the CPU, the GPU's for CUDA) unless said otherwise;
+// "accumulate" outputs are added to, the others overwritten.
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
+
+#include "kolo/kolo.h"
 
 namespace kolo::models {
 
@@ -71,9 +76,111 @@ class Backend {
 
   // a[i] += b[i].
   virtual void add_into(int64_t count, float* a, const float* b) = 0;
+
+  // y[p] = mean of plane p of x (hw values); dx over plane p = dy[p] / hw.
+  virtual void global_avg_pool_forward(int64_t planes, int64_t hw, const float* x, float* y) = 0;
+  virtual void global_avg_pool_backward(int64_t planes, int64_t hw, const float* dy, float* dx) = 0;
+  // Each h×w plane of x inside zeros, `pad` wide on every side; backward takes the inside back.
+  virtual void zero_pad_forward(int64_t planes, int64_t h, int64_t w, int64_t pad, const float* x, float* y) = 0;
+  virtual void zero_pad_backward(int64_t planes, int64_t h, int64_t w, int64_t pad, const float* dy, float* dx) = 0;
+
+  // ---- Device-resident steps ------------------------------------------------------------
+  // What the CPU's callers do on the host with plain loops (batch-norm statistics, the loss,
+  // optimizer updates, loss scaling), for a backend whose memory the host cannot read. The
+  // CPU backend does not implement them; the defaults throw kolo::Error naming the step.
+
+  // Training-mode batch norm in one call: per-channel mean and biased variance in double
+  // (two passes, as channel_sums and channel_centered_squares), save_mean and save_inv_std
+  // (float, C values), the running statistics updated as PyTorch does (unbiased variance,
+  // running = (1 - momentum)·running + momentum·batch), num_batches_tracked incremented,
+  // and y = batchnorm_apply(...). Requires n·hw > 1.
+  virtual void batchnorm_forward_training(int64_t n, int64_t c, int64_t hw, const float* x, const float* gamma,
+                                          const float* beta, double eps, double momentum, float* running_mean,
+                                          float* running_var, float* num_batches_tracked, float* save_mean,
+                                          float* save_inv_std, float* y);
+  // Eval mode: mean = running_mean, inv_std = 1 / sqrt(running_var + eps) (in double).
+  virtual void batchnorm_inference_stats(int64_t c, const float* running_mean, const float* running_var, double eps,
+                                         float* mean, float* inv_std);
+  // Training-mode backward in one call: dgamma += Σ dy·xhat, dbeta += Σ dy (sums in double),
+  // dx as batchnorm_backward_input with count = n·hw.
+  virtual void batchnorm_backward_training(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
+                                           const float* mean, const float* inv_std, const float* gamma,
+                                           float* dgamma, float* dbeta, float* dx);
+
+  // Softmax cross-entropy over rows of logits (rows×classes) with labels (int32, in the
+  // backend's memory, already checked to be in range): grad = (softmax - onehot) / rows,
+  // returns the mean loss (computed in double, as the CPU's loss.cc).
+  virtual double softmax_cross_entropy(int64_t rows, int64_t classes, const float* logits, const int32_t* labels,
+                                       float* grad);
+  // Rows whose first maximum is at the label.
+  virtual int64_t count_correct(int64_t rows, int64_t classes, const float* logits, const int32_t* labels);
+
+  // One parameter's memory for an optimizer step.
+  struct UpdateTensors {
+    float* param = nullptr;
+    const float* grad = nullptr;
+    float* state1 = nullptr;  // SGD: momentum buffer (null without momentum); Adam: exp_avg
+    float* state2 = nullptr;  // Adam: exp_avg_sq
+    int64_t count = 0;
+  };
+  // torch.optim.SGD's update for every tensor at once (models/optim/sgd.cc has the rules):
+  // first: the momentum buffers are created from this step's update.
+  struct SgdStep {
+    float neg_lr = 0, momentum = 0, weight_decay = 0;  // neg_lr = -lr
+    float keep = 1;  // 1 - dampening, computed in double and rounded (PyTorch's alpha)
+    bool nesterov = false, first = false;
+  };
+  virtual void sgd_step(std::span<const UpdateTensors> tensors, const SgdStep& step);
+  // torch.optim.Adam's update (models/optim/adam.cc): neg_step_size = -lr / bias_correction1,
+  // bias_correction2_sqrt = sqrt(bias_correction2), both computed by the caller in double.
+  // one_minus_beta* are 1 - beta* computed in double and rounded, as adam.cc does.
+  struct AdamStep {
+    float neg_step_size = 0, bias_correction2_sqrt = 1, beta1 = 0.9f, one_minus_beta1 = 0.1f, beta2 = 0.999f,
+          one_minus_beta2 = 0.001f, eps = 1e-8f, weight_decay = 0;
+  };
+  virtual void adam_step(std::span<const UpdateTensors> tensors, const AdamStep& step);
+
+  // x[i] *= factor.
+  virtual void scale(int64_t count, float* x, float factor);
+  // For each tensor: found |= any element not finite; then x *= inv_scale. Returns found.
+  virtual bool unscale_and_check(std::span<float* const> tensors, std::span<const int64_t> counts,
+                                 float inv_scale);
 };
 
-// The backend layers use.
+// The device-resident steps' defaults (inline, so that other backends' libraries need
+// nothing from kolo_models).
+[[noreturn]] inline void host_step(const char* step) {
+  throw Error(StatusCode::InvalidArgument, std::string("kolo: internal error: ") + step +
+                                               " is a device-resident step; this backend's callers do it on the host");
+}
+
+inline void Backend::batchnorm_forward_training(int64_t, int64_t, int64_t, const float*, const float*, const float*, double,
+                                         double, float*, float*, float*, float*, float*, float*) {
+  host_step("batchnorm_forward_training");
+}
+inline void Backend::batchnorm_inference_stats(int64_t, const float*, const float*, double, float*, float*) {
+  host_step("batchnorm_inference_stats");
+}
+inline void Backend::batchnorm_backward_training(int64_t, int64_t, int64_t, const float*, const float*, const float*,
+                                          const float*, const float*, float*, float*, float*) {
+  host_step("batchnorm_backward_training");
+}
+inline double Backend::softmax_cross_entropy(int64_t, int64_t, const float*, const int32_t*, float*) {
+  host_step("softmax_cross_entropy");
+}
+inline int64_t Backend::count_correct(int64_t, int64_t, const float*, const int32_t*) { host_step("count_correct"); }
+inline void Backend::sgd_step(std::span<const UpdateTensors>, const SgdStep&) { host_step("sgd_step"); }
+inline void Backend::adam_step(std::span<const UpdateTensors>, const AdamStep&) { host_step("adam_step"); }
+inline void Backend::scale(int64_t, float*, float) { host_step("scale"); }
+inline bool Backend::unscale_and_check(std::span<float* const>, std::span<const int64_t>, float) {
+  host_step("unscale_and_check");
+}
+
+
+// The CPU backend (what layers used before tensors had devices).
 Backend& compute();
+// The backend of a device: compute() for the CPU, the GPU's for CUDA (kolo::Error in a
+// build without CUDA, or for a device that does not exist).
+Backend& compute(Device device);
 
 }  // namespace kolo::models

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kolo/models.h"
+#include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
 namespace {
@@ -49,7 +50,12 @@ BlockCache& block_cache() {
   return *cache;
 }
 
-std::shared_ptr<float> allocate(int64_t count) {
+std::shared_ptr<float> allocate(int64_t count, Device device) {
+  if (!device.is_cpu()) {
+    if (count == 0) return nullptr;
+    std::shared_ptr<void> memory = gpu_runtime().allocate(device.index, static_cast<std::size_t>(count) * sizeof(float));
+    return std::shared_ptr<float>(memory, static_cast<float*>(memory.get()));
+  }
   const std::size_t bytes = ((static_cast<std::size_t>(count) * sizeof(float) + 63) / 64) * 64;
   if (bytes == 0) return nullptr;
   void* p = block_cache().take(bytes);
@@ -75,21 +81,24 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-Tensor::Tensor(std::vector<int64_t> shape) : Tensor(uninitialized(std::move(shape))) {
-  if (numel_ > 0) std::memset(data_, 0, static_cast<std::size_t>(numel_) * sizeof(float));
+Tensor::Tensor(std::vector<int64_t> shape, Device device) : Tensor(uninitialized(std::move(shape), device)) {
+  if (numel_ == 0) return;
+  if (device_.is_cpu()) std::memset(data_, 0, static_cast<std::size_t>(numel_) * sizeof(float));
+  else gpu_runtime().fill(device_.index, data_, numel_, 0.0f);
 }
 
-Tensor Tensor::uninitialized(std::vector<int64_t> shape) {
+Tensor Tensor::uninitialized(std::vector<int64_t> shape, Device device) {
   Tensor t;
   t.shape_ = std::move(shape);
   t.numel_ = count_of(t.shape_);
-  t.storage_ = allocate(t.numel_);
+  t.storage_ = allocate(t.numel_, device);
   t.data_ = t.storage_.get();
+  t.device_ = device;
   return t;
 }
 
-Tensor Tensor::full(std::vector<int64_t> shape, float value) {
-  Tensor t(std::move(shape));
+Tensor Tensor::full(std::vector<int64_t> shape, float value, Device device) {
+  Tensor t = uninitialized(std::move(shape), device);
   t.fill(value);
   return t;
 }
@@ -104,8 +113,26 @@ Tensor Tensor::from(std::vector<int64_t> shape, const std::vector<float>& values
 }
 
 Tensor Tensor::clone() const {
-  Tensor t = uninitialized(shape_);
-  if (numel_ > 0) std::memcpy(t.data_, data_, static_cast<std::size_t>(numel_) * sizeof(float));
+  Tensor t = uninitialized(shape_, device_);
+  t.copy_from(*this);
+  return t;
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == device_) return *this;
+  if (device_.is_cpu() && numel_ > 0) {  // an upload: on the GPU's copy stream
+    Tensor t;
+    t.shape_ = shape_;
+    t.numel_ = numel_;
+    t.device_ = device;
+    std::shared_ptr<void> memory =
+        gpu_runtime().upload(device.index, data_, static_cast<std::size_t>(numel_) * sizeof(float));
+    t.storage_ = std::shared_ptr<float>(memory, static_cast<float*>(memory.get()));
+    t.data_ = t.storage_.get();
+    return t;
+  }
+  Tensor t = uninitialized(shape_, device);
+  t.copy_from(*this);
   return t;
 }
 
@@ -119,6 +146,10 @@ Tensor Tensor::reshape(std::vector<int64_t> shape) const {
 }
 
 void Tensor::fill(float value) {
+  if (!device_.is_cpu()) {
+    if (numel_ > 0) gpu_runtime().fill(device_.index, data_, numel_, value);
+    return;
+  }
   for (int64_t i = 0; i < numel_; ++i) data_[i] = value;
 }
 
@@ -126,10 +157,12 @@ void Tensor::copy_from(const Tensor& other) {
   if (other.numel_ != numel_)
     throw Error(StatusCode::InvalidArgument, "kolo: cannot copy " + shape_string(other.shape_) +
                                                  " into " + shape_string(shape_));
-  if (numel_ > 0 && other.data_ != data_)
-    std::memcpy(data_, other.data_, static_cast<std::size_t>(numel_) * sizeof(float));
+  if (numel_ == 0 || other.data_ == data_) return;
+  const std::size_t bytes = static_cast<std::size_t>(numel_) * sizeof(float);
+  if (device_.is_cpu() && other.device_.is_cpu()) std::memcpy(data_, other.data_, bytes);
+  else gpu_runtime().copy(data_, device_, other.data_, other.device_, bytes);
 }
 
-TensorView Tensor::view() { return TensorView{data_, DType::Float32, shape_, Device::cpu()}; }
+TensorView Tensor::view() { return TensorView{data_, DType::Float32, shape_, device_}; }
 
 }  // namespace kolo::models

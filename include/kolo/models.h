@@ -27,34 +27,46 @@ namespace kolo::models {
 
 // ---- Tensor ----------------------------------------------------------------------------
 
-// A float32 tensor with shared, 64-byte aligned storage: copies share memory (as in
-// PyTorch); clone() makes an independent copy.
+// A float32 tensor with shared storage: copies share memory (as in PyTorch); clone()
+// makes an independent copy. Storage is on a device: the CPU (64-byte aligned host memory,
+// the default) or a CUDA GPU (from kolo's caching allocator; needs a build with CUDA).
+// Element access (operator[], and data() dereferenced by the host) is for CPU tensors;
+// to(Device) moves a copy between devices.
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(std::vector<int64_t> shape);  // zero-filled
-  static Tensor zeros(std::vector<int64_t> shape) { return Tensor(std::move(shape)); }
+  explicit Tensor(std::vector<int64_t> shape, Device device = Device::cpu());  // zero-filled
+  static Tensor zeros(std::vector<int64_t> shape, Device device = Device::cpu()) {
+    return Tensor(std::move(shape), device);
+  }
   // Contents undefined: for outputs that a kernel overwrites completely.
-  static Tensor uninitialized(std::vector<int64_t> shape);
-  static Tensor full(std::vector<int64_t> shape, float value);
-  static Tensor from(std::vector<int64_t> shape, const std::vector<float>& values);
+  static Tensor uninitialized(std::vector<int64_t> shape, Device device = Device::cpu());
+  static Tensor full(std::vector<int64_t> shape, float value, Device device = Device::cpu());
+  static Tensor from(std::vector<int64_t> shape, const std::vector<float>& values);  // on the CPU
 
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t dim(int i) const { return shape_.at(static_cast<std::size_t>(i < 0 ? i + ndim() : i)); }
   int ndim() const { return static_cast<int>(shape_.size()); }
   int64_t numel() const { return numel_; }
   bool empty() const { return numel_ == 0; }
+  Device device() const { return device_; }
+  bool is_cuda() const { return device_.kind == Device::Kind::CUDA; }
 
   float* data() { return data_; }
   const float* data() const { return data_; }
-  float& operator[](int64_t i) { return data_[i]; }
+  float& operator[](int64_t i) { return data_[i]; }  // CPU tensors only
   float operator[](int64_t i) const { return data_[i]; }
 
-  Tensor clone() const;
+  Tensor clone() const;  // on the same device
+  // This tensor if it is on `device` already, else a copy there. From the CPU to a GPU the
+  // copy is staged through pinned memory, so `*this` may change right after; from a GPU to
+  // the CPU it waits for the GPU's pending work.
+  Tensor to(Device device) const;
+  Tensor cpu() const { return to(Device::cpu()); }
   // Same storage, new shape with the same number of elements.
   Tensor reshape(std::vector<int64_t> shape) const;
   void fill(float value);
-  void copy_from(const Tensor& other);  // same numel
+  void copy_from(const Tensor& other);  // same numel, any devices
   bool same_shape(const Tensor& other) const { return shape_ == other.shape_; }
 
   // A view for the runtime's collectives (kolo::allreduce_async and friends).
@@ -65,6 +77,7 @@ class Tensor {
   float* data_ = nullptr;
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
+  Device device_;
 };
 
 std::string shape_string(const std::vector<int64_t>& shape);
@@ -109,6 +122,9 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
   void zero_grad();
+  // Moves every parameter, gradient and buffer to `device` (torch's module.to(device)).
+  // Optimizers keep their Parameter pointers; their state follows at their next step.
+  void to(Device device);
   void set_grad_ready_hook(GradReadyHook hook);
   // Whether backward() must return dL/d(input). A net's first layer does not need it
   // (as PyTorch skips it for inputs that do not require grad); kolo-parity turns it on.
@@ -213,6 +229,8 @@ class BatchNorm2d : public Module {
   void set_stats_reducer(StatsReducer reducer) { reducer_ = std::move(reducer); }
 
  private:
+  Tensor forward_on_device(const Tensor& input);  // GPU tensors: statistics stay on the device
+  Tensor backward_on_device(const Tensor& grad_output);
   BatchNormOptions options_;
   Parameter* weight_;
   Parameter* bias_;
@@ -244,7 +262,9 @@ class MaxPool2d : public Module {
 
  private:
   MaxPoolOptions options_;
-  std::vector<int32_t> argmax_;  // index within the input plane of each output's maximum
+  // int32 index within the input plane of each output's maximum, stored in a float
+  // tensor's 4-byte words so that it lives on the input's device.
+  Tensor argmax_;
   std::vector<int64_t> input_shape_;
 };
 
@@ -347,5 +367,6 @@ int num_threads();
 #include "kolo/models/amp.h"
 #include "kolo/models/checkpoint.h"
 #include "kolo/models/data.h"
+#include "kolo/models/gpu.h"
 #include "kolo/models/optim.h"
 #include "kolo/models/distributed.h"

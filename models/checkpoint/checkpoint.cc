@@ -26,7 +26,8 @@ Checkpoint make_checkpoint(Module& module, const Optimizer* optimizer, int64_t e
   for (const auto& [name, tensor] : named_tensors(module)) {
     if (c.tensors.count(name)) fail("make_checkpoint: two tensors of the module are named '" + name + "'");
     c.shapes[name] = tensor->shape();
-    c.tensors[name] = std::vector<float>(tensor->data(), tensor->data() + tensor->numel());
+    const Tensor host = tensor->cpu();  // GPU tensors are copied down
+    c.tensors[name] = std::vector<float>(host.data(), host.data() + host.numel());
   }
   if (optimizer) {
     c.optimizer = optimizer->state();
@@ -68,7 +69,8 @@ void restore(const Checkpoint& checkpoint, Module& module, Optimizer* optimizer)
   }
   for (const auto& [name, tensor] : targets) {
     const std::vector<float>& values = checkpoint.tensors.at(name);
-    std::copy(values.begin(), values.end(), tensor->data());
+    if (tensor->device().is_cpu()) std::copy(values.begin(), values.end(), tensor->data());
+    else tensor->copy_from(Tensor::from(tensor->shape(), values));
   }
 }
 

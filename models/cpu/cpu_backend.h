@@ -39,6 +39,11 @@ class CpuBackend final : public Backend {
                        const float* dy, float* dx, float* dw, float* db) override;
 
   void add_into(int64_t count, float* a, const float* b) override;
+
+  void global_avg_pool_forward(int64_t planes, int64_t hw, const float* x, float* y) override;
+  void global_avg_pool_backward(int64_t planes, int64_t hw, const float* dy, float* dx) override;
+  void zero_pad_forward(int64_t planes, int64_t h, int64_t w, int64_t pad, const float* x, float* y) override;
+  void zero_pad_backward(int64_t planes, int64_t h, int64_t w, int64_t pad, const float* dy, float* dx) override;
 };
 
 }  // namespace kolo::models::cpu

@@ -1,5 +1,7 @@
-// ReLU, max pooling, residual adds: memory-bound loops, split across threads by range.
+// ReLU, pooling, zero padding, residual adds: memory-bound loops, split across threads by
+// range.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "cpu_backend.h"
@@ -116,6 +118,38 @@ void CpuBackend::maxpool_backward(const PoolShape& s, const float* dy, const int
       for (int64_t i = 0; i < PQ; ++i) d[argmax[plane * PQ + i]] += dy[plane * PQ + i];
     }
   });
+}
+
+void CpuBackend::global_avg_pool_forward(int64_t planes, int64_t hw, const float* x, float* y) {
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* in = x + p * hw;
+    double sum = 0;
+    for (int64_t j = 0; j < hw; ++j) sum += in[j];
+    y[p] = static_cast<float>(sum / double(hw));
+  }
+}
+
+void CpuBackend::global_avg_pool_backward(int64_t planes, int64_t hw, const float* dy, float* dx) {
+  for (int64_t p = 0; p < planes; ++p) {
+    const float g = dy[p] / static_cast<float>(hw);
+    float* d = dx + p * hw;
+    for (int64_t j = 0; j < hw; ++j) d[j] = g;
+  }
+}
+
+void CpuBackend::zero_pad_forward(int64_t planes, int64_t h, int64_t w, int64_t pad, const float* x, float* y) {
+  const int64_t H = h + 2 * pad, W = w + 2 * pad;
+  std::memset(y, 0, sizeof(float) * static_cast<std::size_t>(planes * H * W));
+  for (int64_t plane = 0; plane < planes; ++plane)
+    for (int64_t r = 0; r < h; ++r)
+      std::memcpy(y + (plane * H + r + pad) * W + pad, x + (plane * h + r) * w, sizeof(float) * w);
+}
+
+void CpuBackend::zero_pad_backward(int64_t planes, int64_t h, int64_t w, int64_t pad, const float* dy, float* dx) {
+  const int64_t H = h + 2 * pad, W = w + 2 * pad;
+  for (int64_t plane = 0; plane < planes; ++plane)
+    for (int64_t r = 0; r < h; ++r)
+      std::memcpy(dx + (plane * h + r) * w, dy + (plane * H + r + pad) * W + pad, sizeof(float) * w);
 }
 
 }  // namespace kolo::models::cpu

@@ -1,24 +1,26 @@
 #include "models/cuda/conv_algorithms.h"
 
+#include <cstdio>
+
 namespace kolo::models::cuda {
 
 std::string to_string(const ConvKey& k) {
   static const char* const passes[] = {"forward", "backward-data", "backward-filter"};
-  auto dims = [](std::initializer_list<int64_t> d) {
-    std::string s = "[";
-    for (int64_t v : d) s += (s.size() > 1 ? "," : "") + std::to_string(v);
-    return s + "]";
-  };
-  return std::string(passes[static_cast<int>(k.pass)]) + " " + dtype_name(k.dtype) + " " +
-         (k.layout == Layout::NCHW ? "NCHW" : "NHWC") + " x" + dims({k.batch, k.in_channels, k.height, k.width}) +
-         " w" + dims({k.out_channels, k.in_channels, k.kernel, k.kernel}) + " s" + std::to_string(k.stride) + " p" +
-         std::to_string(k.padding);
+  char text[200];
+  std::snprintf(text, sizeof text, "%s %s %s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%lld,%lld] s%lld p%lld%s",
+                passes[static_cast<int>(k.pass)], dtype_name(k.dtype), k.layout == Layout::NCHW ? "NCHW" : "NHWC",
+                static_cast<long long>(k.batch), static_cast<long long>(k.in_channels),
+                static_cast<long long>(k.height), static_cast<long long>(k.width),
+                static_cast<long long>(k.out_channels), static_cast<long long>(k.in_channels),
+                static_cast<long long>(k.kernel), static_cast<long long>(k.kernel), static_cast<long long>(k.stride),
+                static_cast<long long>(k.padding), k.tf32 ? " tf32" : "");
+  return text;
 }
 
 std::size_t ConvKeyHash::operator()(const ConvKey& k) const {
   std::size_t h = 1469598103934665603ull;
   for (int64_t v : {int64_t(k.pass), k.batch, k.in_channels, k.height, k.width, k.out_channels, k.kernel, k.stride,
-                    k.padding, int64_t(k.dtype), int64_t(k.layout)})
+                    k.padding, int64_t(k.dtype), int64_t(k.layout), int64_t(k.tf32)})
     h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
   return h;
 }

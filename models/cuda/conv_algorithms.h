@@ -25,9 +25,11 @@ struct ConvKey {
   int64_t out_channels = 0, kernel = 0, stride = 1, padding = 0;
   DType dtype = DType::Float32;  // of x, w and y (accumulation is always float32)
   Layout layout = Layout::NCHW;
+  bool tf32 = false;  // float32 products may use TF32 tensor cores (a different search)
   bool operator==(const ConvKey&) const = default;
 };
-std::string to_string(const ConvKey& key);  // "forward float16 NHWC x[64,3,224,224] w[64,3,7,7] s2 p3"
+// "forward float16 NHWC x[64,3,224,224] w[64,3,7,7] s2 p3" (+ " tf32")
+std::string to_string(const ConvKey& key);
 
 struct ConvKeyHash {
   std::size_t operator()(const ConvKey& k) const;

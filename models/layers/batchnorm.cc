@@ -4,6 +4,7 @@
 
 #include "kolo/models.h"
 #include "models/backend.h"
+#include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
 
@@ -22,6 +23,8 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
     throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name + " expects (N, " + std::to_string(C) +
                                                  ", H, W), got " + shape_string(input.shape()));
   const int64_t N = input.dim(0), HW = input.dim(2) * input.dim(3);
+  check_device(weight_->value, input.device(), weight_->name, "the input");
+  if (!input.device().is_cpu()) return forward_on_device(input);
   Tensor y = Tensor::uninitialized(input.shape());
   mean_ = Tensor({C});
   inv_std_ = Tensor({C});
@@ -63,6 +66,8 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
 
 Tensor BatchNorm2d::backward(const Tensor& grad_output) {
   const int64_t C = options_.channels, N = input_.dim(0), HW = input_.dim(2) * input_.dim(3);
+  check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
+  if (!input_.device().is_cpu()) return backward_on_device(grad_output);
   std::vector<double> sums(static_cast<std::size_t>(2 * C));
   compute().batchnorm_grad_sums(N, C, HW, input_.data(), grad_output.data(), mean_.data(),
                                 inv_std_.data(), sums.data(), sums.data() + C);
@@ -76,6 +81,49 @@ Tensor BatchNorm2d::backward(const Tensor& grad_output) {
   compute().batchnorm_backward_input(N, C, HW, input_.data(), grad_output.data(), mean_.data(),
                                      inv_std_.data(), weight_->value.data(), sums.data(),
                                      sums.data() + C, count_, dx.data());
+  input_ = Tensor();
+  grad_ready(*weight_);
+  grad_ready(*bias_);
+  return dx;
+}
+
+// On a GPU the statistics never come to the host: one backend call computes them (in
+// double, two passes, as above), updates the running statistics and normalises.
+Tensor BatchNorm2d::forward_on_device(const Tensor& input) {
+  const int64_t C = options_.channels, N = input.dim(0), HW = input.dim(2) * input.dim(3);
+  const Device device = input.device();
+  Backend& backend = compute(device);
+  Tensor y = Tensor::uninitialized(input.shape(), device);
+  mean_ = Tensor::uninitialized({C}, device);
+  inv_std_ = Tensor::uninitialized({C}, device);
+  if (!is_training()) {
+    backend.batchnorm_inference_stats(C, running_mean_->data(), running_var_->data(), options_.eps, mean_.data(),
+                                      inv_std_.data());
+    backend.batchnorm_apply(N, C, HW, input.data(), mean_.data(), inv_std_.data(), weight_->value.data(),
+                            bias_->value.data(), y.data());
+    return y;
+  }
+  if (reducer_)
+    throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name +
+                                                 ": synchronized batch norm has no GPU path yet (input on " +
+                                                 device_name(device) + ")");
+  count_ = double(N * HW);
+  if (count_ <= 1)
+    throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name +
+                                                 " in training mode needs more than one value per channel");
+  backend.batchnorm_forward_training(N, C, HW, input.data(), weight_->value.data(), bias_->value.data(), options_.eps,
+                                     options_.momentum, running_mean_->data(), running_var_->data(),
+                                     num_batches_tracked_->data(), mean_.data(), inv_std_.data(), y.data());
+  input_ = input;
+  return y;
+}
+
+Tensor BatchNorm2d::backward_on_device(const Tensor& grad_output) {
+  const int64_t C = options_.channels, N = input_.dim(0), HW = input_.dim(2) * input_.dim(3);
+  Tensor dx = Tensor::uninitialized(input_.shape(), input_.device());
+  compute(input_.device()).batchnorm_backward_training(N, C, HW, input_.data(), grad_output.data(), mean_.data(),
+                                                       inv_std_.data(), weight_->value.data(), weight_->grad.data(),
+                                                       bias_->grad.data(), dx.data());
   input_ = Tensor();
   grad_ready(*weight_);
   grad_ready(*bias_);

@@ -1,5 +1,6 @@
 #include "kolo/models.h"
 #include "models/backend.h"
+#include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
 
@@ -13,8 +14,9 @@ Tensor Linear::forward(const Tensor& input) {
   if (input.ndim() != 2 || input.dim(1) != in)
     throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name + " expects (N, " + std::to_string(in) +
                                                  "), got " + shape_string(input.shape()));
-  Tensor y = Tensor::uninitialized({input.dim(0), out});
-  compute().linear_forward(input.dim(0), in, out, input.data(), weight_->value.data(),
+  check_device(weight_->value, input.device(), weight_->name, "the input");
+  Tensor y = Tensor::uninitialized({input.dim(0), out}, input.device());
+  compute(input.device()).linear_forward(input.dim(0), in, out, input.data(), weight_->value.data(),
                            bias_ ? bias_->value.data() : nullptr, y.data());
   if (is_training()) input_ = input;
   return y;
@@ -22,8 +24,9 @@ Tensor Linear::forward(const Tensor& input) {
 
 Tensor Linear::backward(const Tensor& grad_output) {
   const int64_t out = weight_->value.dim(0), in = weight_->value.dim(1);
-  Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape()) : Tensor();
-  compute().linear_backward(input_.dim(0), in, out, input_.data(), weight_->value.data(), grad_output.data(),
+  check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
+  Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape(), input_.device()) : Tensor();
+  compute(input_.device()).linear_backward(input_.dim(0), in, out, input_.data(), weight_->value.data(), grad_output.data(),
                             needs_input_grad() ? dx.data() : nullptr, weight_->grad.data(), bias_ ? bias_->grad.data() : nullptr);
   input_ = Tensor();
   if (bias_) grad_ready(*bias_);

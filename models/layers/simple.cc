@@ -3,19 +3,21 @@
 
 #include "kolo/models.h"
 #include "models/backend.h"
+#include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
 
 Tensor ReLU::forward(const Tensor& input) {
   Tensor y = input;  // shares storage: in place
-  compute().relu_forward(y.numel(), y.data());
+  compute(y.device()).relu_forward(y.numel(), y.data());
   if (is_training()) output_ = y;
   return y;
 }
 
 Tensor ReLU::backward(const Tensor& grad_output) {
-  Tensor dx = Tensor::uninitialized(grad_output.shape());
-  compute().relu_backward(dx.numel(), output_.data(), grad_output.data(), dx.data());
+  check_device(grad_output, output_.device(), "ReLU's output gradient", "its output");
+  Tensor dx = Tensor::uninitialized(grad_output.shape(), grad_output.device());
+  compute(dx.device()).relu_backward(dx.numel(), output_.data(), grad_output.data(), dx.data());
   output_ = Tensor();
   return dx;
 }
@@ -26,48 +28,48 @@ PoolShape pool_shape(const MaxPoolOptions& o, const std::vector<int64_t>& shape)
     throw Error(StatusCode::InvalidArgument, "kolo: MaxPool2d expects (N, C, H, W), got " + shape_string(shape));
   return {shape[0], shape[1], shape[2], shape[3], o.kernel, o.stride, o.padding};
 }
+// argmax_ keeps int32 indices in a float tensor's 4-byte words.
+int32_t* indices(Tensor& t) { return reinterpret_cast<int32_t*>(t.data()); }
+void check_planes(const Tensor& t, const char* layer) {
+  if (t.ndim() != 4)
+    throw Error(StatusCode::InvalidArgument, std::string("kolo: ") + layer + " expects (N, C, H, W), got " +
+                                                 shape_string(t.shape()));
+}
 }  // namespace
 
 Tensor MaxPool2d::forward(const Tensor& input) {
   const PoolShape s = pool_shape(options_, input.shape());
   if (s.out_height() <= 0 || s.out_width() <= 0)
     throw Error(StatusCode::InvalidArgument, "kolo: MaxPool2d input " + shape_string(input.shape()) + " is too small");
-  Tensor y = Tensor::uninitialized({s.batch, s.channels, s.out_height(), s.out_width()});
-  argmax_.resize(static_cast<std::size_t>(y.numel()));
-  compute().maxpool_forward(s, input.data(), y.data(), argmax_.data());
+  Tensor y = Tensor::uninitialized({s.batch, s.channels, s.out_height(), s.out_width()}, input.device());
+  if (argmax_.numel() != y.numel() || !(argmax_.device() == y.device()))
+    argmax_ = Tensor::uninitialized({y.numel()}, y.device());
+  compute(input.device()).maxpool_forward(s, input.data(), y.data(), indices(argmax_));
   input_shape_ = input.shape();
   return y;
 }
 
 Tensor MaxPool2d::backward(const Tensor& grad_output) {
-  Tensor dx = Tensor::uninitialized(input_shape_);
-  compute().maxpool_backward(pool_shape(options_, input_shape_), grad_output.data(), argmax_.data(), dx.data());
+  check_device(grad_output, argmax_.device(), "MaxPool2d's output gradient", "its input");
+  Tensor dx = Tensor::uninitialized(input_shape_, grad_output.device());
+  compute(dx.device()).maxpool_backward(pool_shape(options_, input_shape_), grad_output.data(), indices(argmax_),
+                                        dx.data());
   return dx;
 }
 
 Tensor GlobalAvgPool::forward(const Tensor& input) {
-  if (input.ndim() != 4)
-    throw Error(StatusCode::InvalidArgument, "kolo: GlobalAvgPool expects (N, C, H, W), got " + shape_string(input.shape()));
+  check_planes(input, "GlobalAvgPool");
   const int64_t planes = input.dim(0) * input.dim(1), hw = input.dim(2) * input.dim(3);
-  Tensor y = Tensor::uninitialized({input.dim(0), input.dim(1)});
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* x = input.data() + p * hw;
-    double sum = 0;
-    for (int64_t j = 0; j < hw; ++j) sum += x[j];
-    y[p] = static_cast<float>(sum / double(hw));
-  }
+  Tensor y = Tensor::uninitialized({input.dim(0), input.dim(1)}, input.device());
+  compute(input.device()).global_avg_pool_forward(planes, hw, input.data(), y.data());
   input_shape_ = input.shape();
   return y;
 }
 
 Tensor GlobalAvgPool::backward(const Tensor& grad_output) {
-  Tensor dx = Tensor::uninitialized(input_shape_);
-  const int64_t hw = input_shape_[2] * input_shape_[3];
-  for (int64_t p = 0; p < grad_output.numel(); ++p) {
-    const float g = grad_output[p] / static_cast<float>(hw);
-    float* d = dx.data() + p * hw;
-    for (int64_t j = 0; j < hw; ++j) d[j] = g;
-  }
+  Tensor dx = Tensor::uninitialized(input_shape_, grad_output.device());
+  compute(dx.device()).global_avg_pool_backward(grad_output.numel(), input_shape_[2] * input_shape_[3],
+                                                grad_output.data(), dx.data());
   return dx;
 }
 
@@ -80,6 +82,9 @@ Tensor Flatten::backward(const Tensor& grad_output) { return grad_output.reshape
 
 Tensor Dropout::forward(const Tensor& input) {
   if (!is_training() || p_ == 0.0) return input;
+  if (!input.device().is_cpu())
+    throw Error(StatusCode::InvalidArgument, "kolo: Dropout in training mode has no GPU path yet (input on " +
+                                                 device_name(input.device()) + ")");
   mask_ = Tensor(input.shape());
   Tensor y = Tensor::uninitialized(input.shape());
   std::bernoulli_distribution keep(1.0 - p_);
@@ -100,23 +105,19 @@ Tensor Dropout::backward(const Tensor& grad_output) {
 }
 
 Tensor ZeroPad2d::forward(const Tensor& input) {
+  check_planes(input, "ZeroPad2d");
   const int64_t N = input.dim(0), C = input.dim(1), H = input.dim(2), W = input.dim(3), p = padding_;
-  Tensor y({N, C, H + 2 * p, W + 2 * p});
-  for (int64_t plane = 0; plane < N * C; ++plane)
-    for (int64_t h = 0; h < H; ++h)
-      std::memcpy(y.data() + (plane * (H + 2 * p) + h + p) * (W + 2 * p) + p,
-                  input.data() + (plane * H + h) * W, sizeof(float) * W);
+  Tensor y = Tensor::uninitialized({N, C, H + 2 * p, W + 2 * p}, input.device());
+  compute(input.device()).zero_pad_forward(N * C, H, W, p, input.data(), y.data());
   return y;
 }
 
 Tensor ZeroPad2d::backward(const Tensor& grad_output) {
+  check_planes(grad_output, "ZeroPad2d");
   const int64_t N = grad_output.dim(0), C = grad_output.dim(1), p = padding_;
   const int64_t H = grad_output.dim(2) - 2 * p, W = grad_output.dim(3) - 2 * p;
-  Tensor dx = Tensor::uninitialized({N, C, H, W});
-  for (int64_t plane = 0; plane < N * C; ++plane)
-    for (int64_t h = 0; h < H; ++h)
-      std::memcpy(dx.data() + (plane * H + h) * W,
-                  grad_output.data() + (plane * (H + 2 * p) + h + p) * (W + 2 * p) + p, sizeof(float) * W);
+  Tensor dx = Tensor::uninitialized({N, C, H, W}, grad_output.device());
+  compute(dx.device()).zero_pad_backward(N * C, H, W, p, grad_output.data(), dx.data());
   return dx;
 }
 

@@ -32,14 +32,20 @@ std::unique_ptr<Net> make_net(const std::string& name, int64_t classes) {
 
 namespace {
 
+// Draws on the host (the same numbers wherever the tensor lives), then copies to a GPU.
+template <typename Distribution>
+void fill_random(Tensor& t, Distribution d, std::mt19937_64& rng) {
+  Tensor host = t.device().is_cpu() ? t : Tensor::uninitialized(t.shape());
+  for (int64_t i = 0; i < host.numel(); ++i) host[i] = static_cast<float>(d(rng));
+  if (!t.device().is_cpu()) t.copy_from(host);
+}
+
 void fill_uniform(Tensor& t, double bound, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-bound, bound);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(u(rng));
+  fill_random(t, std::uniform_real_distribution<double>(-bound, bound), rng);
 }
 
 void fill_normal(Tensor& t, double stddev, std::mt19937_64& rng) {
-  std::normal_distribution<double> n(0.0, stddev);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(n(rng));
+  fill_random(t, std::normal_distribution<double>(0.0, stddev), rng);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {

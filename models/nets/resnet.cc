@@ -51,7 +51,7 @@ class ResidualBlock : public Module {
   Tensor forward(const Tensor& x) override {
     Tensor y = x;
     for (ConvBn& u : units_) y = u.forward(y);
-    compute().add_into(y.numel(), y.data(), (downsample_ ? downsample_->forward(x) : x).data());
+    compute(y.device()).add_into(y.numel(), y.data(), (downsample_ ? downsample_->forward(x) : x).data());
     return relu_->forward(y);
   }
 
@@ -60,7 +60,7 @@ class ResidualBlock : public Module {
     Tensor dx = g;
     for (auto it = units_.rbegin(); it != units_.rend(); ++it) dx = it->backward(dx);
     const Tensor shortcut = downsample_ ? downsample_->backward(g) : g;
-    compute().add_into(dx.numel(), dx.data(), shortcut.data());
+    compute(dx.device()).add_into(dx.numel(), dx.data(), shortcut.data());
     return dx;
   }
 

@@ -1,6 +1,7 @@
 // Adadelta: torch.optim.Adadelta's update (1.13), element by element in float32.
 #include <cmath>
 
+#include "models/cuda/gpu_runtime.h"
 #include "models/optim/common.h"
 
 namespace kolo::models {
@@ -19,6 +20,9 @@ Adadelta::Adadelta(std::vector<Parameter*> params, const AdadeltaOptions& option
 }
 
 void Adadelta::step() {
+  if (!parameters_device(params_, name()).is_cpu())
+    throw Error(StatusCode::InvalidArgument, "kolo: adadelta has no GPU path yet (parameters on " +
+                                                 device_name(parameters_device(params_, name())) + ")");
   if (square_avg_.empty()) {  // PyTorch's lazy state: zeros at the first step
     for (const Parameter* p : params_) {
       square_avg_.emplace_back(static_cast<std::size_t>(p->value.numel()), 0.0f);

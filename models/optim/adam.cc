@@ -3,6 +3,7 @@
 // computes them in Python floats.
 #include <cmath>
 
+#include "models/backend.h"
 #include "models/optim/common.h"
 
 namespace kolo::models {
@@ -22,12 +23,16 @@ Adam::Adam(std::vector<Parameter*> params, const AdamOptions& options)
 }
 
 void Adam::step() {
+  for (const Parameter* p : params_) check_grad(*p, name());
+  const Device device = parameters_device(params_, name());
   if (m_.empty()) {  // PyTorch's lazy state: zeros at the first step
     for (const Parameter* p : params_) {
-      m_.emplace_back(static_cast<std::size_t>(p->value.numel()), 0.0f);
-      v_.emplace_back(static_cast<std::size_t>(p->value.numel()), 0.0f);
+      m_.push_back(Tensor::zeros(p->value.shape(), device));
+      v_.push_back(Tensor::zeros(p->value.shape(), device));
     }
   }
+  follow_parameters(m_, params_);
+  follow_parameters(v_, params_);
   ++steps_;
   const double t = static_cast<double>(steps_);
   const double bias_correction1 = 1 - std::pow(options_.beta1, t);
@@ -40,9 +45,18 @@ void Adam::step() {
   const float decay = static_cast<float>(options_.weight_decay);
   const bool use_decay = options_.weight_decay != 0;
 
+  if (!device.is_cpu()) {
+    std::vector<Backend::UpdateTensors> tensors;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      tensors.push_back({params_[i]->value.data(), params_[i]->grad.data(), m_[i].data(), v_[i].data(),
+                         params_[i]->value.numel()});
+    compute(device).adam_step(tensors, {.neg_step_size = neg_step_size, .bias_correction2_sqrt = bias_correction2_sqrt,
+                                        .beta1 = beta1, .one_minus_beta1 = one_minus_beta1, .beta2 = beta2,
+                                        .one_minus_beta2 = one_minus_beta2, .eps = eps, .weight_decay = decay});
+    return;
+  }
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& param = *params_[i];
-    check_grad(param, name());
     float* p = param.value.data();
     const float* g = param.grad.data();
     float* m = m_[i].data();
@@ -74,8 +88,8 @@ OptimizerState Adam::state() const {
 void Adam::load_state(const OptimizerState& state) {
   check_unique_names(params_, name());
   check_known_tensors(state, {"exp_avg", "exp_avg_sq"}, params_, name());
-  std::vector<std::vector<float>> m = load_buffers(state, "exp_avg", params_, name());
-  std::vector<std::vector<float>> v = load_buffers(state, "exp_avg_sq", params_, name());
+  const std::vector<std::vector<float>> m = load_buffers(state, "exp_avg", params_, name());
+  const std::vector<std::vector<float>> v = load_buffers(state, "exp_avg_sq", params_, name());
   const int64_t steps = step_count(state, name());
   // Moments exist exactly when a step was taken (an empty net has neither).
   if (m.empty() != v.empty() || (!params_.empty() && (steps > 0) == m.empty()))
@@ -83,8 +97,8 @@ void Adam::load_state(const OptimizerState& state) {
                      std::to_string(m.size()) + " exp_avg and " + std::to_string(v.size()) + " exp_avg_sq tensors");
   lr_ = scalar_or(state, "lr", lr_);
   steps_ = steps;
-  m_ = std::move(m);
-  v_ = std::move(v);
+  m_ = to_parameter_devices(m, params_);
+  v_ = to_parameter_devices(v, params_);
 }
 
 }  // namespace kolo::models

@@ -32,6 +32,18 @@ std::vector<std::vector<float>> load_buffers(const OptimizerState& state, const 
 void check_known_tensors(const OptimizerState& state, const std::vector<std::string>& kinds,
                          const std::vector<Parameter*>& params, const std::string& optimizer);
 
+// The same for buffers kept as tensors on the parameters' device (copied to the host).
+void save_buffers(OptimizerState& state, const std::string& kind,
+                  const std::vector<Parameter*>& params, const std::vector<Tensor>& buffers);
+// Loaded buffers (load_buffers' result) as tensors on each parameter's device.
+std::vector<Tensor> to_parameter_devices(const std::vector<std::vector<float>>& buffers,
+                                         const std::vector<Parameter*>& params);
+// Moves buffers to their parameters' devices where a Module::to has moved the parameters.
+void follow_parameters(std::vector<Tensor>& buffers, const std::vector<Parameter*>& params);
+// The device every parameter (value and grad) is on: the CPU for none; throws kolo::Error
+// naming a parameter elsewhere.
+Device parameters_device(const std::vector<Parameter*>& params, const std::string& optimizer);
+
 // The scalar `name`, or `fallback` if the state does not have it.
 double scalar_or(const OptimizerState& state, const std::string& name, double fallback);
 // The scalar "step" as a count: throws unless it is a non-negative integer.

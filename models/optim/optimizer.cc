@@ -4,6 +4,7 @@
 #include <set>
 
 #include "models/optim/common.h"
+#include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
 
@@ -34,6 +35,39 @@ void check_unique_names(const std::vector<Parameter*>& params, const std::string
 void save_buffers(OptimizerState& state, const std::string& kind, const std::vector<Parameter*>& params,
                   const std::vector<std::vector<float>>& buffers) {
   for (std::size_t i = 0; i < buffers.size(); ++i) state.tensors[kind + "/" + params[i]->name] = buffers[i];
+}
+
+void save_buffers(OptimizerState& state, const std::string& kind, const std::vector<Parameter*>& params,
+                  const std::vector<Tensor>& buffers) {
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const Tensor host = buffers[i].cpu();
+    state.tensors[kind + "/" + params[i]->name] = std::vector<float>(host.data(), host.data() + host.numel());
+  }
+}
+
+std::vector<Tensor> to_parameter_devices(const std::vector<std::vector<float>>& buffers,
+                                         const std::vector<Parameter*>& params) {
+  std::vector<Tensor> tensors;
+  for (std::size_t i = 0; i < buffers.size(); ++i)
+    tensors.push_back(Tensor::from(params[i]->value.shape(), buffers[i]).to(params[i]->value.device()));
+  return tensors;
+}
+
+void follow_parameters(std::vector<Tensor>& buffers, const std::vector<Parameter*>& params) {
+  for (std::size_t i = 0; i < buffers.size(); ++i)
+    if (!(buffers[i].device() == params[i]->value.device())) buffers[i] = buffers[i].to(params[i]->value.device());
+}
+
+Device parameters_device(const std::vector<Parameter*>& params, const std::string& optimizer) {
+  if (params.empty()) return Device::cpu();
+  const Device device = params.front()->value.device();
+  for (const Parameter* p : params)
+    if (!(p->value.device() == device) || !(p->grad.device() == device))
+      throw Error(StatusCode::InvalidArgument, "kolo: " + optimizer + ": parameter " + p->name + " (or its gradient) is on " +
+                                                   device_name(p->grad.device() == device ? p->value.device() : p->grad.device()) +
+                                                   ", the first parameter on " + device_name(device) +
+                                                   "; an optimizer's parameters must be on one device");
+  return device;
 }
 
 std::vector<std::vector<float>> load_buffers(const OptimizerState& state, const std::string& kind,

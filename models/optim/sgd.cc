@@ -1,5 +1,8 @@
 // SGD with momentum, dampening, Nesterov and weight decay: torch.optim.SGD's update (1.13),
 // element by element in float32 with the hyper-parameters rounded to float as PyTorch does.
+// Parameters on a GPU are updated all at once by the backend (Backend::sgd_step), with the
+// same rules.
+#include "models/backend.h"
 #include "models/optim/common.h"
 
 namespace kolo::models {
@@ -28,15 +31,26 @@ void SGD::step() {
   const float neg_lr = static_cast<float>(-lr_);
   // PyTorch creates the buffer on the first step as a copy of the update (no dampening).
   const bool first = use_momentum && momentum_.empty();
-  if (first) momentum_.resize(params_.size());
+  for (const Parameter* p : params_) check_grad(*p, name());
+  const Device device = parameters_device(params_, name());
+  if (first)
+    for (const Parameter* p : params_) momentum_.push_back(Tensor::uninitialized(p->value.shape(), device));
+  follow_parameters(momentum_, params_);
 
+  if (!device.is_cpu()) {
+    std::vector<Backend::UpdateTensors> tensors;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      tensors.push_back({params_[i]->value.data(), params_[i]->grad.data(),
+                         use_momentum ? momentum_[i].data() : nullptr, nullptr, params_[i]->value.numel()});
+    compute(device).sgd_step(tensors, {.neg_lr = neg_lr, .momentum = momentum, .weight_decay = decay,
+                                       .keep = keep, .nesterov = options_.nesterov, .first = first});
+    return;
+  }
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& param = *params_[i];
-    check_grad(param, name());
     float* p = param.value.data();
     const float* g = param.grad.data();
     const int64_t n = param.value.numel();
-    if (first) momentum_[i].resize(static_cast<std::size_t>(n));
     float* buf = use_momentum ? momentum_[i].data() : nullptr;
     for (int64_t j = 0; j < n; ++j) {
       float d = g[j];
@@ -62,7 +76,7 @@ void SGD::load_state(const OptimizerState& state) {
   check_unique_names(params_, name());
   check_known_tensors(state, options_.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{},
                       params_, name());
-  std::vector<std::vector<float>> momentum = load_buffers(state, "momentum", params_, name());
+  std::vector<Tensor> momentum = to_parameter_devices(load_buffers(state, "momentum", params_, name()), params_);
   lr_ = scalar_or(state, "lr", lr_);
   momentum_ = std::move(momentum);
 }

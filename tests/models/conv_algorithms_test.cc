@@ -64,7 +64,7 @@ TEST_CASE("algorithm cache searches once per key and remembers", "[conv-algorith
   CHECK(cache.searches() == 1);
 
   // Every field of the key makes a different convolution.
-  std::vector<ConvKey> others(8, key);
+  std::vector<ConvKey> others(9, key);
   others[0].pass = ConvPass::BackwardData;
   others[1].pass = ConvPass::BackwardFilter;
   others[2].dtype = kolo::DType::Float16;
@@ -73,11 +73,12 @@ TEST_CASE("algorithm cache searches once per key and remembers", "[conv-algorith
   others[5].stride = 1;
   others[6].padding = 0;
   others[7].out_channels = 128;
+  others[8].tf32 = true;
   for (const ConvKey& k : others) cache.choose(k, finder.function());
-  CHECK(cache.searches() == 9);
-  CHECK(cache.size() == 9);
+  CHECK(cache.searches() == 10);
+  CHECK(cache.size() == 10);
   for (const ConvKey& k : others) cache.choose(k, finder.function());
-  CHECK(cache.searches() == 9);
+  CHECK(cache.searches() == 10);
   CHECK(finder.asked[3].dtype == kolo::DType::Float16);
 }
 

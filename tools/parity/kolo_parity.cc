@@ -1,7 +1,8 @@
-// kolo-parity FIXTURE_DIR: runs kolo's model layer on a PyTorch fixture (written by
-// tools/export_fixtures.py) and compares every tensor the fixture has. Prints one line per
-// tensor (name, relative L2 error, bound) and exits non-zero if any is outside
-// max(1e-5, 10 × PyTorch's own float32 noise).
+// kolo-parity FIXTURE_DIR [--device cpu|cuda|cuda:N]: runs kolo's model layer on a PyTorch
+// fixture (written by tools/export_fixtures.py) and compares every tensor the fixture has.
+// Prints one line per tensor (name, relative L2 error, bound) and exits non-zero if any is
+// outside max(1e-5, 10 × PyTorch's own float32 noise); on a GPU (strict float32, no TF32)
+// the floor is 1e-4. Exits 77 (skipped) when asked for a GPU that is not there.
 //
 // Order, as the fixture was made: eval forward with the initial running statistics; train
 // forward; backward; two SGD steps, each with the fixture's grad/* values.
@@ -47,7 +48,10 @@ struct Checker {
     ++checked;
     failed += ok ? 0 : 1;
   }
-  void compare(const std::string& name, const Tensor& got) { compare(name, got.data(), got.numel()); }
+  void compare(const std::string& name, const Tensor& got) {
+    const Tensor host = got.cpu();
+    compare(name, host.data(), host.numel());
+  }
   void compare_scalar(const std::string& name, double value) {
     const float v = static_cast<float>(value);
     compare(name, &v, 1);
@@ -79,20 +83,22 @@ SgdOptions sgd_options(const Fixture& f) {
   return o;
 }
 
-int run(const std::string& folder) {
+int run(const std::string& folder, kolo::Device device) {
   const Fixture f = kolo::parity::read_fixture(folder);
   std::unique_ptr<Net> net = make_net(f.meta_value("model"), std::stoll(f.meta_value("classes")));
   for (Parameter* p : net->parameters()) load_initial(f, "param/" + p->name, p->name, p->value);
   for (auto& [name, buffer] : net->buffers()) load_initial(f, "buffer_pre/" + name, name, *buffer);
+  net->to(device);
 
   const FixtureTensor* input_record = f.find("input");
   const FixtureTensor* label_record = f.find("label");
   if (input_record == nullptr || label_record == nullptr)
     throw kolo::Error(kolo::StatusCode::InvalidArgument, "kolo-parity: " + folder + " has no input or label");
-  const Tensor input = Tensor::from(input_record->shape, f.floats(*input_record));
+  const Tensor input = Tensor::from(input_record->shape, f.floats(*input_record)).to(device);
   const std::vector<int32_t> labels = f.ints(*label_record);
 
   Checker check{f};
+  if (!device.is_cpu()) check.min_bound = 1e-4;
   net->eval();
   const Tensor eval_logits = net->forward(input);
   check.compare("eval_logits", eval_logits);
@@ -115,11 +121,12 @@ int run(const std::string& folder) {
     std::map<std::string, std::vector<float>> grads;
     for (Parameter* p : net->parameters()) {
       const FixtureTensor* g = f.find("grad/" + p->name);
-      grads[p->name] = g ? f.floats(*g) : std::vector<float>(p->grad.data(), p->grad.data() + p->grad.numel());
+      const Tensor own = p->grad.cpu();
+      grads[p->name] = g ? f.floats(*g) : std::vector<float>(own.data(), own.data() + own.numel());
     }
     SGD sgd(net->parameters(), sgd_options(f));
     for (int step = 1; step <= 2; ++step) {
-      for (Parameter* p : net->parameters()) std::copy(grads[p->name].begin(), grads[p->name].end(), p->grad.data());
+      for (Parameter* p : net->parameters()) p->grad.copy_from(Tensor::from(p->grad.shape(), grads[p->name]));
       sgd.step();
       for (Parameter* p : net->parameters()) check.compare("sgd" + std::to_string(step) + "/" + p->name, p->value);
     }
@@ -131,12 +138,28 @@ int run(const std::string& folder) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: kolo-parity FIXTURE_DIR\n");
+  const bool device_given = argc == 4 && std::string(argv[2]) == "--device";
+  if (argc != 2 && !device_given) {
+    std::fprintf(stderr, "usage: kolo-parity FIXTURE_DIR [--device cpu|cuda|cuda:N]\n");
     return 2;
   }
   try {
-    return run(argv[1]);
+    kolo::Device device = kolo::Device::cpu();
+    if (device_given) {
+      const std::string name = argv[3];
+      if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+        device = kolo::Device::cuda(name == "cuda" ? 0 : std::stoi(name.substr(5)));
+        if (device.index >= cuda_device_count()) {
+          std::printf("SKIPPED: no CUDA device %d visible (or kolo was built without CUDA)\n", device.index);
+          return 77;
+        }
+        set_allow_tf32(device, false);  // PyTorch's reference is float32 on the CPU
+      } else if (name != "cpu") {
+        std::fprintf(stderr, "kolo-parity: unknown device '%s' (cpu, cuda or cuda:N)\n", name.c_str());
+        return 2;
+      }
+    }
+    return run(argv[1], device);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

@@ -62,7 +62,7 @@ class SGD : public Optimizer {
 
  private:
   SgdOptions options_;
-  std::vector<std::vector<float>> momentum_;  // empty until the first step, as in PyTorch
+  std::vector<Tensor> momentum_;  // on the parameters' device; empty until the first step, as in PyTorch
 };
 
 struct AdamOptions {
@@ -79,7 +79,7 @@ class Adam : public Optimizer {
  private:
   AdamOptions options_;
   int64_t steps_ = 0;
-  std::vector<std::vector<float>> m_, v_;
+  std::vector<Tensor> m_, v_;  // on the parameters' device
 };
 
 struct AdadeltaOptions {
@@ -95,7 +95,7 @@ class Adadelta : public Optimizer {
 
  private:
   AdadeltaOptions options_;
-  std::vector<std::vector<float>> square_avg_, acc_delta_;
+  std::vector<std::vector<float>> square_avg_, acc_delta_;  // CPU parameters only (no GPU path yet)
 };
 
 // ---- Learning-rate schedules ------------------------------------------------------------

@@ -1,0 +1,130 @@
+// Batch norm on the GPU: the statistics passes (double partial sums per channel slice,
+// reduced in a fixed order), normalisation, and backward. The device-resident calls keep
+// everything on the GPU; the host-side interface calls copy their doubles to or from the
+// host.
+#include "models/cuda/cuda_backend.h"
+#include "models/cuda/device_guard.h"
+
+namespace kolo::models::cuda {
+namespace {
+double* as_doubles(const std::shared_ptr<void>& p) { return static_cast<double*>(p.get()); }
+}  // namespace
+
+void CudaBackend::add_channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, float* out) {
+  const int slices = kernels::channel_slices(n, c, hw);
+  auto partial = doubles(static_cast<std::size_t>(c * slices));
+  auto sums = doubles(static_cast<std::size_t>(c));
+  kernels::channel_partial_sums(context_.stream(), n, c, hw, slices, x, as_doubles(partial));
+  kernels::reduce_partials(context_.stream(), c, slices, as_doubles(partial), 1.0, as_doubles(sums));
+  kernels::add_doubles(context_.stream(), c, as_doubles(sums), out);
+}
+
+void CudaBackend::channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum) {
+  DeviceGuard on(context_.index());
+  const int slices = kernels::channel_slices(n, c, hw);
+  auto partial = doubles(static_cast<std::size_t>(c * slices));
+  auto out = doubles(static_cast<std::size_t>(c));
+  kernels::channel_partial_sums(context_.stream(), n, c, hw, slices, x, as_doubles(partial));
+  kernels::reduce_partials(context_.stream(), c, slices, as_doubles(partial), 1.0, as_doubles(out));
+  context_.copy_to_host(sum, out.get(), static_cast<std::size_t>(c) * sizeof(double));
+}
+
+void CudaBackend::channel_centered_squares(int64_t n, int64_t c, int64_t hw, const float* x, const double* mean,
+                                           double* squares) {
+  DeviceGuard on(context_.index());
+  const int slices = kernels::channel_slices(n, c, hw);
+  auto mean_on_device = doubles(static_cast<std::size_t>(c));
+  context_.copy_to_device(mean_on_device.get(), mean, static_cast<std::size_t>(c) * sizeof(double));
+  auto partial = doubles(static_cast<std::size_t>(c * slices));
+  auto out = doubles(static_cast<std::size_t>(c));
+  kernels::channel_partial_centered_squares(context_.stream(), n, c, hw, slices, x, as_doubles(mean_on_device),
+                                            as_doubles(partial));
+  kernels::reduce_partials(context_.stream(), c, slices, as_doubles(partial), 1.0, as_doubles(out));
+  context_.copy_to_host(squares, out.get(), static_cast<std::size_t>(c) * sizeof(double));
+}
+
+void CudaBackend::batchnorm_apply(int64_t n, int64_t c, int64_t hw, const float* x, const float* mean,
+                                  const float* inv_std, const float* gamma, const float* beta, float* y) {
+  DeviceGuard on(context_.index());
+  kernels::batchnorm_apply(context_.stream(), n, c, hw, x, mean, inv_std, gamma, beta, y);
+}
+
+void CudaBackend::batchnorm_grad_sums(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
+                                      const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
+  DeviceGuard on(context_.index());
+  const int slices = kernels::channel_slices(n, c, hw);
+  const auto C = static_cast<std::size_t>(c);
+  auto partial = doubles(2 * C * static_cast<std::size_t>(slices));
+  auto sums = doubles(3 * C);  // Σdy | Σdy·(x - mean) | Σdy·xhat
+  double* p = as_doubles(partial);
+  double* s = as_doubles(sums);
+  kernels::channel_partial_grad_sums(context_.stream(), n, c, hw, slices, x, dy, mean, p, p + C * slices);
+  kernels::reduce_partials(context_.stream(), c, slices, p, 1.0, s);
+  kernels::reduce_partials(context_.stream(), c, slices, p + C * slices, 1.0, s + C);
+  // The parameter-gradient kernel also forms Σdy·xhat; here it adds into a scratch pair.
+  auto scratch = context_.allocate(2 * C * sizeof(float));
+  float* zero = static_cast<float*>(scratch.get());
+  kernels::fill(context_.stream(), 2 * c, zero, 0.0f);
+  kernels::batchnorm_param_grads(context_.stream(), c, s, s + C, inv_std, zero, zero + C, s + 2 * C);
+  context_.copy_to_host(sum_dy, s, C * sizeof(double));
+  context_.copy_to_host(sum_dy_xhat, s + 2 * C, C * sizeof(double));
+}
+
+void CudaBackend::batchnorm_backward_input(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
+                                           const float* mean, const float* inv_std, const float* gamma,
+                                           const double* sum_dy, const double* sum_dy_xhat, double count, float* dx) {
+  DeviceGuard on(context_.index());
+  const auto C = static_cast<std::size_t>(c);
+  auto sums = doubles(2 * C);
+  context_.copy_to_device(sums.get(), sum_dy, C * sizeof(double));
+  context_.copy_to_device(as_doubles(sums) + C, sum_dy_xhat, C * sizeof(double));
+  kernels::batchnorm_backward_input(context_.stream(), n, c, hw, x, dy, mean, inv_std, gamma, as_doubles(sums),
+                                    as_doubles(sums) + C, count, dx);
+}
+
+void CudaBackend::batchnorm_forward_training(int64_t n, int64_t c, int64_t hw, const float* x, const float* gamma,
+                                             const float* beta, double eps, double momentum, float* running_mean,
+                                             float* running_var, float* num_batches_tracked, float* save_mean,
+                                             float* save_inv_std, float* y) {
+  DeviceGuard on(context_.index());
+  const int slices = kernels::channel_slices(n, c, hw);
+  const auto C = static_cast<std::size_t>(c);
+  const double count = double(n * hw);
+  auto partial = doubles(C * static_cast<std::size_t>(slices));
+  auto stats = doubles(2 * C);  // mean | Σ(x - mean)²
+  double* mean = as_doubles(stats);
+  cudaStream_t s = context_.stream();
+  kernels::channel_partial_sums(s, n, c, hw, slices, x, as_doubles(partial));
+  kernels::reduce_partials(s, c, slices, as_doubles(partial), count, mean);
+  kernels::channel_partial_centered_squares(s, n, c, hw, slices, x, mean, as_doubles(partial));
+  kernels::reduce_partials(s, c, slices, as_doubles(partial), 1.0, mean + C);
+  kernels::batchnorm_finish_statistics(s, c, mean, mean + C, count, eps, static_cast<float>(momentum), running_mean,
+                                       running_var, num_batches_tracked, save_mean, save_inv_std);
+  kernels::batchnorm_apply(s, n, c, hw, x, save_mean, save_inv_std, gamma, beta, y);
+}
+
+void CudaBackend::batchnorm_inference_stats(int64_t c, const float* running_mean, const float* running_var, double eps,
+                                            float* mean, float* inv_std) {
+  DeviceGuard on(context_.index());
+  kernels::batchnorm_inference_stats(context_.stream(), c, running_mean, running_var, eps, mean, inv_std);
+}
+
+void CudaBackend::batchnorm_backward_training(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
+                                              const float* mean, const float* inv_std, const float* gamma,
+                                              float* dgamma, float* dbeta, float* dx) {
+  DeviceGuard on(context_.index());
+  const int slices = kernels::channel_slices(n, c, hw);
+  const auto C = static_cast<std::size_t>(c);
+  auto partial = doubles(2 * C * static_cast<std::size_t>(slices));
+  auto sums = doubles(3 * C);  // Σdy | Σdy·(x - mean) | Σdy·xhat
+  double* p = as_doubles(partial);
+  double* s = as_doubles(sums);
+  cudaStream_t stream = context_.stream();
+  kernels::channel_partial_grad_sums(stream, n, c, hw, slices, x, dy, mean, p, p + C * slices);
+  kernels::reduce_partials(stream, c, slices, p, 1.0, s);
+  kernels::reduce_partials(stream, c, slices, p + C * slices, 1.0, s + C);
+  kernels::batchnorm_param_grads(stream, c, s, s + C, inv_std, dgamma, dbeta, s + 2 * C);
+  kernels::batchnorm_backward_input(stream, n, c, hw, x, dy, mean, inv_std, gamma, s, s + 2 * C, double(n * hw), dx);
+}
+
+}  // namespace kolo::models::cuda

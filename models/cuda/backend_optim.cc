@@ -1,0 +1,87 @@
+// Multi-tensor passes: the optimizers' updates and the loss scaler's unscale-and-check, one
+// kernel launch each for all parameters. Tensors are cut into chunks of kChunk elements;
+// the tables go to the GPU once and are reused while the same tensors come back (every
+// training step after the first).
+#include <cstring>
+
+#include "models/cuda/cuda_backend.h"
+#include "models/cuda/cuda_check.h"
+#include "models/cuda/device_guard.h"
+
+namespace kolo::models::cuda {
+namespace {
+
+constexpr int64_t kChunk = 65536;
+
+bool same_slots(const std::vector<kernels::TensorSlot>& a, const std::vector<kernels::TensorSlot>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].a != b[i].a || a[i].g != b[i].g || a[i].s1 != b[i].s1 || a[i].s2 != b[i].s2 || a[i].count != b[i].count)
+      return false;
+  return true;
+}
+
+std::vector<kernels::TensorSlot> slots_of(std::span<const Backend::UpdateTensors> tensors) {
+  std::vector<kernels::TensorSlot> slots;
+  for (const Backend::UpdateTensors& t : tensors) slots.push_back({t.param, t.grad, t.state1, t.state2, t.count});
+  return slots;
+}
+
+}  // namespace
+
+CudaBackend::MultiTensorTable& CudaBackend::table(MultiTensorTable& cache, std::vector<kernels::TensorSlot> slots) {
+  if (cache.device_slots && same_slots(cache.slots, slots)) return cache;
+  std::vector<kernels::Chunk> chunks;
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    for (int64_t begin = 0; begin < slots[i].count; begin += kChunk)
+      chunks.push_back({static_cast<int32_t>(i), begin, std::min(slots[i].count, begin + kChunk)});
+  const std::size_t slot_bytes = slots.size() * sizeof(kernels::TensorSlot);
+  const std::size_t chunk_bytes = chunks.size() * sizeof(kernels::Chunk);
+  cache.device_slots = context_.allocate(slot_bytes);
+  cache.device_chunks = context_.allocate(chunk_bytes);
+  context_.copy_to_device(cache.device_slots.get(), slots.data(), slot_bytes);
+  context_.copy_to_device(cache.device_chunks.get(), chunks.data(), chunk_bytes);
+  cache.slots = std::move(slots);
+  cache.chunks = std::move(chunks);
+  return cache;
+}
+
+void CudaBackend::sgd_step(std::span<const UpdateTensors> tensors, const SgdStep& step) {
+  DeviceGuard on(context_.index());
+  std::lock_guard<std::mutex> lock(tables_mutex_);
+  MultiTensorTable& t = table(sgd_table_, slots_of(tensors));
+  kernels::sgd_step(context_.stream(), static_cast<const kernels::TensorSlot*>(t.device_slots.get()),
+                    static_cast<const kernels::Chunk*>(t.device_chunks.get()),
+                    static_cast<int64_t>(t.chunks.size()), step);
+}
+
+void CudaBackend::adam_step(std::span<const UpdateTensors> tensors, const AdamStep& step) {
+  DeviceGuard on(context_.index());
+  std::lock_guard<std::mutex> lock(tables_mutex_);
+  MultiTensorTable& t = table(adam_table_, slots_of(tensors));
+  kernels::adam_step(context_.stream(), static_cast<const kernels::TensorSlot*>(t.device_slots.get()),
+                     static_cast<const kernels::Chunk*>(t.device_chunks.get()),
+                     static_cast<int64_t>(t.chunks.size()), step);
+}
+
+bool CudaBackend::unscale_and_check(std::span<float* const> tensors, std::span<const int64_t> counts,
+                                    float inv_scale) {
+  DeviceGuard on(context_.index());
+  std::vector<kernels::TensorSlot> slots;
+  for (std::size_t i = 0; i < tensors.size(); ++i) slots.push_back({tensors[i], nullptr, nullptr, nullptr, counts[i]});
+  auto flag = context_.allocate(sizeof(int32_t));
+  int32_t* found = static_cast<int32_t*>(flag.get());
+  KOLO_CUDA_CHECK(cudaMemsetAsync(found, 0, sizeof(int32_t), context_.stream()));
+  {
+    std::lock_guard<std::mutex> lock(tables_mutex_);
+    MultiTensorTable& t = table(unscale_table_, std::move(slots));
+    kernels::unscale_and_check(context_.stream(), static_cast<const kernels::TensorSlot*>(t.device_slots.get()),
+                               static_cast<const kernels::Chunk*>(t.device_chunks.get()),
+                               static_cast<int64_t>(t.chunks.size()), inv_scale, found);
+  }
+  int32_t host = 0;
+  context_.copy_to_host(&host, found, sizeof host);
+  return host != 0;
+}
+
+}  // namespace kolo::models::cuda

@@ -1,0 +1,129 @@
+// Tensors, layers and whole nets on the GPU against the same on the CPU.
+#include <catch2/catch.hpp>
+
+#include "gpu_test_util.h"
+
+using namespace kolo::models;
+using namespace kolo::models::gpu_test;
+
+TEST_CASE("tensors move between the host and the GPU unchanged", "[gpu][tensor]") {
+  const Tensor t = random_tensor({3, 5, 7}, 1);
+  Tensor g = t.to(kGpu);
+  CHECK(g.device() == kGpu);
+  CHECK(g.is_cuda());
+  CHECK(g.shape() == t.shape());
+  CHECK(identical(g, t));
+  CHECK(g.to(kGpu).data() == g.data());  // already there: the same tensor
+  CHECK(g.view().device == kGpu);
+
+  Tensor c = g.clone();
+  c.fill(2.5f);
+  CHECK(identical(g, t));
+  CHECK(identical(c, Tensor::full(t.shape(), 2.5f)));
+  CHECK(identical(Tensor({4, 4}, kGpu), Tensor({4, 4})));
+  CHECK(identical(Tensor::full({3}, -1.0f, kGpu), Tensor::full({3}, -1.0f)));
+
+  Tensor into({3, 5, 7}, kGpu);
+  into.copy_from(t);  // host -> GPU
+  CHECK(identical(into, t));
+  Tensor host({3, 5, 7});
+  host.copy_from(into);  // GPU -> host
+  CHECK(identical(host, t));
+  CHECK(identical(g.reshape({15, 7}), t));
+  CHECK(g.reshape({15, 7}).device() == kGpu);
+}
+
+TEST_CASE("a batch-norm layer on the GPU trains and evaluates as on the CPU", "[gpu][batchnorm]") {
+  BatchNorm2d cpu({.channels = 6, .eps = 1e-5, .momentum = 0.1});
+  BatchNorm2d gpu({.channels = 6, .eps = 1e-5, .momentum = 0.1});
+  cpu.weight().value.copy_from(random_tensor({6}, 1));
+  cpu.bias().value.copy_from(random_tensor({6}, 2));
+  gpu.weight().value.copy_from(cpu.weight().value);
+  gpu.bias().value.copy_from(cpu.bias().value);
+  gpu.to(kGpu);
+  cpu.set_needs_input_grad(true);
+  gpu.set_needs_input_grad(true);
+  for (int step = 0; step < 2; ++step) {
+    Tensor x = random_tensor({4, 6, 5, 3}, 10 + step, 3.0);
+    for (int64_t i = 0; i < x.numel(); ++i) x[i] += 50.0f;
+    const Tensor dy = random_tensor(x.shape(), 20 + step);
+    const Tensor y = cpu.forward(x), dx = cpu.backward(dy);
+    const Tensor gy = gpu.forward(x.to(kGpu)), gdx = gpu.backward(dy.to(kGpu));
+    CHECK(rel_l2(gy, y) < 1e-6);
+    CHECK(rel_l2(gdx, dx) < 1e-5);
+  }
+  CHECK(rel_l2(gpu.weight().grad, cpu.weight().grad) < 1e-6);
+  CHECK(rel_l2(gpu.bias().grad, cpu.bias().grad) < 1e-6);
+  CHECK(rel_l2(gpu.running_mean(), cpu.running_mean()) < 1e-6);
+  CHECK(rel_l2(gpu.running_var(), cpu.running_var()) < 1e-6);
+  CHECK(identical(*gpu.find_buffer("num_batches_tracked"), *cpu.find_buffer("num_batches_tracked")));
+
+  cpu.eval();
+  gpu.eval();
+  const Tensor x = random_tensor({2, 6, 4, 4}, 30);
+  CHECK(rel_l2(gpu.forward(x.to(kGpu)), cpu.forward(x)) < 1e-6);
+}
+
+namespace {
+
+// One training step of `name` on the CPU and on the GPU from the same initial weights and
+// data; returns the worst relative error over logits, loss, gradients and updated weights.
+double train_step_error(const std::string& name, int64_t batch, int64_t size, int64_t channels) {
+  std::unique_ptr<Net> cpu = make_net(name, 10), gpu = make_net(name, 10);
+  initialize(*cpu, 5);
+  initialize(*gpu, 5);
+  gpu->to(kGpu);
+  const Tensor x = random_tensor({batch, channels, size, size}, 6);
+  std::vector<int32_t> labels;
+  for (int64_t i = 0; i < batch; ++i) labels.push_back(static_cast<int32_t>((i * 7) % 10));
+  SGD cpu_sgd(cpu->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+  SGD gpu_sgd(gpu->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+
+  const Tensor logits = cpu->forward(x);
+  const LossResult loss = softmax_cross_entropy(logits, labels);
+  cpu->backward(loss.grad);
+  const Tensor glogits = gpu->forward(x.to(kGpu));
+  const LossResult gloss = softmax_cross_entropy(glogits, labels);
+  gpu->backward(gloss.grad);
+
+  double worst = std::max(rel_l2(glogits, logits), std::abs(gloss.loss - loss.loss) / std::abs(loss.loss));
+  const std::vector<Parameter*> cp = cpu->parameters(), gp = gpu->parameters();
+  for (std::size_t i = 0; i < cp.size(); ++i) {
+    INFO(cp[i]->name);
+    const double e = rel_l2(gp[i]->grad, cp[i]->grad);
+    CHECK(e < 1e-3);
+    worst = std::max(worst, e);
+  }
+  cpu_sgd.step();
+  gpu_sgd.step();
+  for (std::size_t i = 0; i < cp.size(); ++i) worst = std::max(worst, rel_l2(gp[i]->value, cp[i]->value));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("whole nets take the same training step on the GPU as on the CPU", "[gpu][nets]") {
+  StrictFloat32 strict;
+  CHECK(train_step_error("mnist_convnet", 4, 28, 1) < 1e-4);
+  CHECK(train_step_error("resnet18", 2, 32, 3) < 1e-3);
+  CHECK(train_step_error("resnet50v2", 2, 32, 3) < 1e-3);
+}
+
+TEST_CASE("GPU layers refuse mixed devices and paths they do not have, with clear errors", "[gpu][errors]") {
+  Conv2d conv({.in_channels = 3, .out_channels = 4, .kernel = 3});
+  CHECK_THROWS_WITH(conv.forward(Tensor({1, 3, 8, 8}, kGpu)), Catch::Contains("is on cpu but the input is on cuda:0"));
+  Dropout dropout(0.5);
+  CHECK_THROWS_WITH(dropout.forward(Tensor({4}, kGpu)), Catch::Contains("no GPU path"));
+  BatchNorm2d bn({.channels = 3});
+  bn.to(kGpu);
+  bn.set_stats_reducer([](std::vector<double>&) {});
+  CHECK_THROWS_WITH(bn.forward(Tensor({2, 3, 2, 2}, kGpu)), Catch::Contains("no GPU path"));
+  Parameter p{"p", Tensor({3}, kGpu), Tensor({3}, kGpu)};
+  Adadelta adadelta({&p}, {});
+  CHECK_THROWS_WITH(adadelta.step(), Catch::Contains("no GPU path"));
+  Parameter q{"q", Tensor({3}), Tensor({3})};
+  SGD mixed({&p, &q}, {.lr = 0.1});
+  CHECK_THROWS_WITH(mixed.step(), Catch::Contains("must be on one device"));
+  CHECK_THROWS_WITH(Tensor({2}, kolo::Device::cuda(99)), Catch::Contains("no CUDA device 99"));
+  CHECK_THROWS_WITH(Tensor({int64_t{1} << 48}, kGpu), Catch::Contains("out of device memory"));
+}
