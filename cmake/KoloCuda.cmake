@@ -1,17 +1,38 @@
-# Decides whether GPU code is built. KOLO_CUDA=AUTO builds it when the CUDA toolkit is
-# found (in its standard location, /usr/local/cuda, or on PATH); OFF never; ON requires it.
+# Decides whether GPU code is built. KOLO_CUDA=AUTO builds it when the CUDA toolkit and
+# its compiler (nvcc) are found (in the standard location, /usr/local/cuda, or on PATH);
+# OFF never; ON requires them. With GPU code the CUDA language is enabled, for
+# CMAKE_CUDA_ARCHITECTURES (default 80;90: A100 and H100/H200) unless given.
 set(KOLO_WITH_CUDA OFF)
 if(NOT KOLO_CUDA STREQUAL "OFF")
   if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
     set(CUDAToolkit_ROOT /usr/local/cuda)
   endif()
   find_package(CUDAToolkit QUIET)
-  if(CUDAToolkit_FOUND)
+  if(CUDAToolkit_FOUND AND NOT CMAKE_CUDA_COMPILER AND EXISTS "${CUDAToolkit_BIN_DIR}/nvcc")
+    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_BIN_DIR}/nvcc")
+  endif()
+  if(CUDAToolkit_FOUND AND CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    # One CUDA runtime per process: the shared one that CUDA::cudart links, never also
+    # the static one nvcc would add for targets with .cu files.
+    if(NOT DEFINED CMAKE_CUDA_RUNTIME_LIBRARY)
+      set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    endif()
+    enable_language(CUDA)
+    if(CCACHE_PROGRAM)
+      set(CMAKE_CUDA_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
+    endif()
     set(KOLO_WITH_CUDA ON)
     find_package(NCCL)
     find_package(CUDNN)
   elseif(KOLO_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "KOLO_CUDA=ON but no CUDA toolkit was found")
+    message(FATAL_ERROR "KOLO_CUDA=ON but no CUDA toolkit with nvcc was found")
   endif()
 endif()
-message(STATUS "kolo: GPU code (KOLO_WITH_CUDA): ${KOLO_WITH_CUDA}")
+set(KOLO_WITH_NCCL OFF)
+if(KOLO_WITH_CUDA AND NCCL_FOUND)
+  set(KOLO_WITH_NCCL ON)
+endif()
+message(STATUS "kolo: GPU code (KOLO_WITH_CUDA): ${KOLO_WITH_CUDA}, NCCL (KOLO_WITH_NCCL): ${KOLO_WITH_NCCL}")

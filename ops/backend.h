@@ -1,8 +1,14 @@
-// The narrow interface every collective backend implements (MPI now; NCCL and
-// hierarchical later). A backend moves and reduces flat buffers; it knows nothing of
-// tensor names, negotiation or fusion. All calls are made from the runtime's single
-// background thread, in the same order on every rank. Failures throw kolo::Error
-// with StatusCode::CommFailure.
+// The narrow interface every collective backend implements: MPI (mpi_backend.cc), NCCL
+// (cuda/nccl_backend.cc), host-staged MPI for device memory (staged_backend.cc) and the
+// hierarchical allreduce (hierarchical_backend.cc), which are built from the others. A
+// backend moves and reduces flat buffers; it knows nothing of tensor names, negotiation
+// or fusion. All calls are made from the runtime's single background thread, in the
+// same order on every rank. Failures throw kolo::Error with StatusCode::CommFailure.
+//
+// Buffers are in the memory of one device. A GPU backend enqueues its work on kolo's
+// stream for that device and may return before the work is done: later work on the
+// same stream (DeviceOps, the next collective) is ordered after it, and the executor
+// records an event for the host (device.h).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +31,8 @@ class Backend {
   // turns Average into Sum plus scaling. `input == output` is in place.
   virtual void allreduce(const void* input, void* output, int64_t count, DType dtype,
                          ReduceOp op) = 0;
-  // Rank r contributes counts[r] elements; output holds them all, rank by rank.
+  // Rank r contributes counts[r] elements; output holds them all, rank by rank. `input`
+  // may already be this rank's place in `output` (in place).
   virtual void allgatherv(const void* input, void* output, std::span<const int64_t> counts,
                           DType dtype) = 0;
   virtual void broadcast(void* data, int64_t count, DType dtype, int root) = 0;

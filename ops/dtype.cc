@@ -45,6 +45,15 @@ const char* op_name(ReduceOp op) {
   return "unknown";
 }
 
+const char* compression_name(Compression compression) {
+  switch (compression) {
+    case Compression::None: return "none";
+    case Compression::FP16: return "fp16";
+    case Compression::BF16: return "bf16";
+  }
+  return "unknown";
+}
+
 bool is_floating_point(DType dtype) {
   return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
          dtype == DType::BFloat16;

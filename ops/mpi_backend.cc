@@ -86,8 +86,10 @@ std::vector<int> displacements(const std::vector<int>& counts) {
 
 class MpiBackend final : public Backend {
  public:
-  MpiBackend(const MpiContext& context, const MpiOptions& options)
-      : comm_(context.comm()), size_(context.size()), chunk_bytes_(options.allreduce_chunk_bytes) {
+  MpiBackend(MPI_Comm comm, const MpiOptions& options)
+      : comm_(comm), chunk_bytes_(options.allreduce_chunk_bytes) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
     if (chunk_bytes_ <= 0) chunk_bytes_ = int64_t{256} * 1024 * size_;
     register_16bit_types();
   }
@@ -113,10 +115,11 @@ class MpiBackend final : public Backend {
                   DType dtype) override {
     const std::vector<int> c = as_ints(counts, "allgather");
     const std::vector<int> displs = displacements(c);
-    int rank = 0;
-    MPI_Comm_rank(comm_, &rank);
-    check_mpi(MPI_Allgatherv(input, c[rank], mpi_type(dtype), output, c.data(), displs.data(),
-                             mpi_type(dtype), comm_),
+    // Input already at this rank's place in the output: MPI wants that said, not aliased.
+    const bool in_place =
+        input == static_cast<const char*>(output) + int64_t{displs[rank_]} * int64_t(dtype_size(dtype));
+    check_mpi(MPI_Allgatherv(in_place ? MPI_IN_PLACE : input, c[rank_], mpi_type(dtype), output,
+                             c.data(), displs.data(), mpi_type(dtype), comm_),
               "MPI_Allgatherv");
   }
 
@@ -149,7 +152,7 @@ class MpiBackend final : public Backend {
 
  private:
   MPI_Comm comm_;
-  int size_;
+  int rank_ = 0, size_ = 1;
   int64_t chunk_bytes_;
 };
 
@@ -250,7 +253,11 @@ class MpiControlChannel final : public ControlChannel {
 }  // namespace
 
 std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const MpiOptions& options) {
-  return std::make_unique<MpiBackend>(context, options);
+  return std::make_unique<MpiBackend>(context.comm(), options);
+}
+
+std::unique_ptr<Backend> make_mpi_backend(MPI_Comm comm, const MpiOptions& options) {
+  return std::make_unique<MpiBackend>(comm, options);
 }
 
 std::unique_ptr<ControlChannel> make_mpi_control_channel(const MpiContext& context,

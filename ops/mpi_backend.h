@@ -20,10 +20,17 @@ struct MpiOptions {
   std::chrono::milliseconds control_timeout{std::chrono::seconds(300)};
 };
 
-// Owns the duplicated communicator and the node topology derived from it.
+struct TopologyOptions {
+  // > 0: consecutive groups of this many ranks act as nodes (tests; KOLO_TEST_LOCAL_SIZE).
+  // Rank 0's value applies to every rank.
+  int forced_local_size = 0;
+};
+
+// Owns the duplicated communicator, the node topology derived from it, and the node
+// (local) and cross-node communicators the hierarchical allreduce runs on.
 class MpiContext {
  public:
-  explicit MpiContext(MPI_Comm parent);
+  explicit MpiContext(MPI_Comm parent, const TopologyOptions& options = {});
   ~MpiContext();
   MpiContext(const MpiContext&) = delete;
   MpiContext& operator=(const MpiContext&) = delete;
@@ -35,15 +42,24 @@ class MpiContext {
   int local_size() const { return local_size_; }
   int cross_rank() const { return cross_rank_; }
   int cross_size() const { return cross_size_; }
+  MPI_Comm local_comm() const { return local_; }  // the ranks of this node
+  MPI_Comm cross_comm() const { return cross_; }  // the ranks with this local rank
+  // Every node runs the same number of ranks (what the hierarchical allreduce needs).
+  bool homogeneous() const { return largest_node_ == smallest_node_; }
+  int largest_node() const { return largest_node_; }
+  int smallest_node() const { return smallest_node_; }
 
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm comm_ = MPI_COMM_NULL, local_ = MPI_COMM_NULL, cross_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   int local_rank_ = 0, local_size_ = 1;
   int cross_rank_ = 0, cross_size_ = 1;
+  int largest_node_ = 1, smallest_node_ = 1;
 };
 
 std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const MpiOptions& options);
+// The same over any communicator kolo owns (a node's, or the cross-node one).
+std::unique_ptr<Backend> make_mpi_backend(MPI_Comm comm, const MpiOptions& options);
 std::unique_ptr<ControlChannel> make_mpi_control_channel(const MpiContext& context,
                                                          const MpiOptions& options);
 

@@ -1,6 +1,7 @@
-#include "mpi_backend.h"
-
 #include <string>
+
+#include "mpi_backend.h"
+#include "node_layout.h"
 
 namespace kolo::ops {
 
@@ -13,7 +14,7 @@ void check_mpi(int rc, const char* what) {
               std::string("MPI error in ") + what + ": " + std::string(text, length));
 }
 
-MpiContext::MpiContext(MPI_Comm parent) {
+MpiContext::MpiContext(MPI_Comm parent, const TopologyOptions& options) {
   check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
   // Errors come back as return codes that kolo turns into failed handles, instead of
   // MPI's default of aborting the job from inside the call.
@@ -21,24 +22,39 @@ MpiContext::MpiContext(MPI_Comm parent) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
 
-  MPI_Comm local = MPI_COMM_NULL, cross = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local),
-            "MPI_Comm_split_type");
-  MPI_Comm_rank(local, &local_rank_);
-  MPI_Comm_size(local, &local_size_);
+  // Rank 0's forced layout applies everywhere, so that every rank splits alike (or
+  // every rank fails alike).
+  int forced = options.forced_local_size;
+  check_mpi(MPI_Bcast(&forced, 1, MPI_INT, 0, comm_), "MPI_Bcast (node layout)");
+  if (forced > 0) {
+    const NodeLayout layout = forced_node_layout(rank_, size_, forced);
+    check_mpi(MPI_Comm_split(comm_, layout.cross_rank, rank_, &local_), "MPI_Comm_split (node)");
+  } else {
+    check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_),
+              "MPI_Comm_split_type");
+  }
+  MPI_Comm_set_errhandler(local_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(local_, &local_rank_);
+  MPI_Comm_size(local_, &local_size_);
   // Ranks with the same local rank, one per node: its rank is the node's index when
   // every node runs the same number of ranks (the layout mpirun and srun produce).
-  check_mpi(MPI_Comm_split(comm_, local_rank_, rank_, &cross), "MPI_Comm_split");
-  MPI_Comm_rank(cross, &cross_rank_);
-  MPI_Comm_size(cross, &cross_size_);
-  MPI_Comm_free(&local);
-  MPI_Comm_free(&cross);
+  check_mpi(MPI_Comm_split(comm_, local_rank_, rank_, &cross_), "MPI_Comm_split");
+  MPI_Comm_set_errhandler(cross_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(cross_, &cross_rank_);
+  MPI_Comm_size(cross_, &cross_size_);
+
+  int sizes[2] = {local_size_, -local_size_};
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce (node sizes)");
+  largest_node_ = sizes[0];
+  smallest_node_ = -sizes[1];
 }
 
 MpiContext::~MpiContext() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  for (MPI_Comm* c : {&cross_, &local_, &comm_})
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
 }  // namespace kolo::ops

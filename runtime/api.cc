@@ -3,6 +3,7 @@
 #include <mutex>
 #include <thread>
 
+#include "gpu_state.h"
 #include "kolo/kolo.h"
 #include "logging.h"
 #include "runtime.h"
@@ -30,9 +31,10 @@ std::string check_view(const std::string& name, const TensorView& view, const ch
     if (d < 0) return "kolo: " + std::string(role) + " of '" + name + "' has a negative dimension " + shape_string(view.shape);
   if (view.data == nullptr && view.num_elements() > 0)
     return "kolo: " + std::string(role) + " of '" + name + "' has no data (null pointer)";
-  if (!view.device.is_cpu())
-    return "kolo: tensor '" + name + "' is on cuda:" + std::to_string(view.device.index) +
-           ", but this build's backend (mpi) handles CPU memory only";
+  if (!view.device.is_cpu() && view.num_elements() > 0)
+    if (std::string problem = runtime().devices().check(view); !problem.empty())
+      return "kolo: " + std::string(role) + " of '" + name + "' is on cuda:" + std::to_string(view.device.index) +
+             ", but " + problem;
   return "";
 }
 
@@ -46,9 +48,23 @@ Request make_request(const std::string& name, OpType type, const TensorView& inp
   return r;
 }
 
+// A GPU tensor's handle carries the event that says it is ready: recorded now, on the
+// calling thread's stream, so that the collective waits for its producer on the device.
+void attach_gpu(TensorEntry& entry) {
+  if (entry.request.device.is_cpu()) return;
+  auto gpu = std::make_shared<detail::GpuState>();
+  gpu->ready = runtime().devices().record_ready(entry.request.device);
+  entry.handle->gpu = std::move(gpu);
+}
+
 Handle submit(TensorEntry entry) {
   auto state = std::make_shared<detail::HandleState>();
   entry.handle = state;
+  try {
+    attach_gpu(entry);
+  } catch (const Error& e) {
+    return failed(StatusCode::InvalidArgument, "kolo: tensor '" + entry.request.name + "': " + e.what());
+  }
   if (Status status = runtime().submit(std::move(entry)); !status.ok())
     return failed(status.code(), status.message());
   return Handle(std::move(state));
@@ -73,6 +89,11 @@ std::string check_allreduce(const std::string& name, const TensorView& input, co
   if (input.num_elements() != output.num_elements())
     return "kolo: allreduce of '" + name + "': input has " + std::to_string(input.num_elements()) +
            " elements but output has " + std::to_string(output.num_elements());
+  if (input.device != output.device)
+    return "kolo: allreduce of '" + name + "': input and output are on different devices";
+  if (options.compression != Compression::None && !is_floating_point(input.dtype))
+    return "kolo: allreduce of '" + name + "': " + compression_name(options.compression) +
+           " compression needs a floating-point dtype, not " + dtype_name(input.dtype);
   if (!is_floating_point(input.dtype) &&
       (options.op == ReduceOp::Average || options.prescale != 1.0 || options.postscale != 1.0))
     return "kolo: allreduce of '" + name + "': average and pre/postscale need a floating-point dtype, not " +
@@ -86,6 +107,7 @@ TensorEntry allreduce_entry(const std::string& name, const TensorView& input, co
   e.request.op = options.op;
   e.request.prescale = options.prescale;
   e.request.postscale = options.postscale;
+  e.request.compression = options.compression;
   return e;
 }
 
@@ -222,6 +244,7 @@ void shutdown() {
 }
 
 bool is_initialized() { return g_runtime != nullptr; }
+void copy_gpu_result(void* dst, const TensorView& result) { runtime().devices().copy_result(dst, result); }
 int rank() { return runtime().context().rank(); }
 int size() { return runtime().context().size(); }
 int local_rank() { return runtime().context().local_rank(); }
@@ -262,6 +285,11 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
     entries.back().request.group = names.front();
     entries.back().request.group_size = static_cast<int32_t>(names.size());
     entries.back().handle = std::make_shared<detail::HandleState>();
+    try {
+      attach_gpu(entries.back());
+    } catch (const Error& e) {
+      return all_failed("kolo: tensor '" + names[i] + "': " + e.what());
+    }
   }
   std::vector<Handle> handles;
   for (const TensorEntry& e : entries) handles.emplace_back(e.handle);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "devices.h"
 #include "kolo/kolo.h"
 
 namespace {
@@ -176,8 +177,24 @@ int kolo_wait_output(kolo_handle h, void* output, int64_t output_bytes, int64_t*
   if (static_cast<int64_t>(result.num_bytes()) > output_bytes)
     return fail("kolo: result has " + std::to_string(result.num_bytes()) + " bytes but the buffer holds " +
                 std::to_string(output_bytes));
-  if (result.num_bytes() > 0) std::memcpy(output, result.data, result.num_bytes());
+  if (result.num_bytes() > 0) {
+    if (result.device.is_cpu()) std::memcpy(output, result.data, result.num_bytes());
+    else if (const int rc = guarded([&] { kolo::copy_gpu_result(output, result); return 0; }); rc != 0) return rc;
+  }
   if (first_dim != nullptr) *first_dim = result.shape.empty() ? 0 : result.shape[0];
+  return 0;
+}
+
+int kolo_set_cuda_stream(void* cuda_stream) {
+  kolo::set_cuda_stream(cuda_stream);
+  return 0;
+}
+
+int kolo_wait_on_stream(kolo_handle h, void* cuda_stream) {
+  kolo::Handle handle;
+  if (!lookup(h, handle)) return fail("kolo: unknown handle " + std::to_string(h));
+  const kolo::Status status = handle.wait_on_stream(cuda_stream);
+  if (!status.ok()) return fail(status.message());
   return 0;
 }
 

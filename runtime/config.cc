@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 
@@ -77,6 +78,14 @@ const char* log_level_name(LogLevel level) {
   return names[static_cast<int>(level)];
 }
 
+const char* gpu_operations_setting_name(GpuOperationsSetting setting) {
+  switch (setting) {
+    case GpuOperationsSetting::Nccl: return "NCCL";
+    case GpuOperationsSetting::Mpi: return "MPI";
+    default: return "(auto)";
+  }
+}
+
 Config config_from_environment(const EnvLookup& env) {
   Config config;
   if (auto v = lookup(env, "FUSION_THRESHOLD"))
@@ -112,6 +121,22 @@ Config config_from_environment(const EnvLookup& env) {
     config.control_timeout_seconds = parse_number(v->first, v->second, 1e-3, "seconds > 0");
   if (auto v = lookup(env, "AUTOTUNE")) config.autotune = parse_bool(v->first, v->second);
   if (auto v = lookup(env, "AUTOTUNE_LOG")) config.autotune_log = v->second;
+  if (auto v = lookup(env, "GPU_OPERATIONS")) {
+    std::string upper;
+    for (char c : v->second) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (upper == "NCCL") config.gpu_operations = GpuOperationsSetting::Nccl;
+    else if (upper == "MPI") config.gpu_operations = GpuOperationsSetting::Mpi;
+    else reject(v->first, v->second, "NCCL or MPI");
+  }
+  if (auto v = lookup(env, "HIERARCHICAL_ALLREDUCE"))
+    config.hierarchical_allreduce = parse_bool(v->first, v->second);
+  if (auto v = lookup(env, "TEST_LOCAL_SIZE")) {
+    const std::string expected = "a rank count >= 0 that divides the number of ranks (0: MPI's node split)";
+    const int64_t local = parse_integer(v->first, v->second, 0, expected);
+    if (local > (1 << 20)) reject(v->first, v->second, expected);
+    config.test_local_size = static_cast<int>(local);
+  }
+  if (auto v = lookup(env, "TEST_HOST_GPU")) config.test_host_gpu = parse_bool(v->first, v->second);
   return config;
 }
 
@@ -127,7 +152,11 @@ std::string Config::describe() const {
       << "KOLO_LOG_LEVEL = " << log_level_name(log_level) << "\n"
       << "KOLO_ALLREDUCE_CHUNK_BYTES = " << allreduce_chunk_bytes << "\n"
       << "KOLO_CONTROL_TIMEOUT_SECONDS = " << control_timeout_seconds << "\n"
-      << "KOLO_AUTOTUNE = " << (autotune ? 1 : 0) << "\n";
+      << "KOLO_AUTOTUNE = " << (autotune ? 1 : 0) << "\n"
+      << "KOLO_GPU_OPERATIONS = " << gpu_operations_setting_name(gpu_operations) << "\n"
+      << "KOLO_HIERARCHICAL_ALLREDUCE = " << (hierarchical_allreduce ? 1 : 0) << "\n";
+  if (test_local_size > 0) out << "KOLO_TEST_LOCAL_SIZE = " << test_local_size << "\n";
+  if (test_host_gpu) out << "KOLO_TEST_HOST_GPU = 1\n";
   return out.str();
 }
 

@@ -11,6 +11,9 @@
 namespace kolo {
 
 enum class LogLevel : int { Trace, Debug, Info, Warning, Error, Fatal };
+// What runs collectives on GPU tensors: NCCL, or MPI on host copies. Auto: NCCL where
+// this build has it.
+enum class GpuOperationsSetting : int { Auto, Nccl, Mpi };
 
 struct Config {
   int64_t fusion_threshold_bytes = 64 * 1024 * 1024;  // 0 disables fusion
@@ -25,6 +28,13 @@ struct Config {
   double control_timeout_seconds = 300.0;
   bool autotune = false;
   std::string autotune_log;
+  GpuOperationsSetting gpu_operations = GpuOperationsSetting::Auto;
+  bool hierarchical_allreduce = false;
+  // Tests only: consecutive groups of this many ranks act as nodes (0: MPI's split).
+  int test_local_size = 0;
+  // Tests only: "GPU" tensors are host memory, and the GPU path runs with MPI and memcpy
+  // standing in for NCCL and CUDA (ops/gpu_path.h).
+  bool test_host_gpu = false;
 
   std::string describe() const;  // one "KOLO_X = value" line per setting
 };
@@ -37,6 +47,7 @@ EnvLookup process_environment();
 Config config_from_environment(const EnvLookup& env = process_environment());
 
 LogLevel parse_log_level(const std::string& text);  // throws on unknown names
+const char* gpu_operations_setting_name(GpuOperationsSetting setting);
 const char* log_level_name(LogLevel level);
 
 }  // namespace kolo

@@ -14,9 +14,8 @@ std::string rank_list(const std::vector<int>& ranks) {
   return s;
 }
 
-std::string device_string(const Device& d) {
-  return d.is_cpu() ? "cpu" : "cuda:" + std::to_string(d.index);
-}
+// Only the kind must agree: every rank runs on its own GPU (usually cuda:<local rank>).
+std::string device_kind(const Device& d) { return d.is_cpu() ? "cpu" : "cuda"; }
 
 std::string number_string(double x) {
   std::ostringstream out;
@@ -35,7 +34,7 @@ std::vector<Field> fields_to_compare(OpType type) {
   std::vector<Field> fields = {
       {"operation", [](const Request& r) { return std::string(op_type_name(r.type)); }},
       {"dtype", [](const Request& r) { return std::string(dtype_name(r.dtype)); }},
-      {"device", [](const Request& r) { return device_string(r.device); }},
+      {"device", [](const Request& r) { return device_kind(r.device); }},
       {"group", [](const Request& r) { return r.group.empty() ? "(none)" : "'" + r.group + "'"; }},
   };
   switch (type) {
@@ -43,6 +42,7 @@ std::vector<Field> fields_to_compare(OpType type) {
       fields.push_back({"op", [](const Request& r) { return std::string(op_name(r.op)); }});
       fields.push_back({"prescale", [](const Request& r) { return number_string(r.prescale); }});
       fields.push_back({"postscale", [](const Request& r) { return number_string(r.postscale); }});
+      fields.push_back({"compression", [](const Request& r) { return std::string(compression_name(r.compression)); }});
       fields.push_back({"shape", [](const Request& r) { return shape_string(r.shape); }});
       break;
     case OpType::Reducescatter:

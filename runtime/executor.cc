@@ -4,7 +4,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "ops/dtype.h"
+#include "gpu_state.h"
 
 namespace kolo {
 namespace {
@@ -15,33 +15,29 @@ int64_t row_elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
-void allocate_output(TensorEntry& entry, std::vector<int64_t> shape) {
-  detail::HandleState& h = *entry.handle;
-  TensorView& out = h.output;
-  out.dtype = entry.request.dtype;
-  out.device = entry.request.device;
-  out.shape = std::move(shape);
-  h.output_storage.resize(out.num_bytes());
-  out.data = h.output_storage.data();
-}
-
 // Rows of the first dimension that rank r gets when `rows` are split over `size` ranks.
 int64_t rows_of_rank(int64_t rows, int size, int r) {
   return rows / size + (r < rows % size ? 1 : 0);
 }
 
+ReduceOp backend_op(ReduceOp op) { return op == ReduceOp::Average ? ReduceOp::Sum : op; }
+
 }  // namespace
 
-Executor::Executor(ops::Backend& backend, int rank, int size, Timeline& timeline)
-    : backend_(backend), rank_(rank), size_(size), timeline_(timeline) {}
+DType wire_dtype(DType dtype, Compression compression) {
+  if (dtype != DType::Float32 && dtype != DType::Float64) return dtype;
+  switch (compression) {
+    case Compression::FP16: return DType::Float16;
+    case Compression::BF16: return DType::BFloat16;
+    default: return dtype;
+  }
+}
+
+Executor::Executor(Devices& devices, int rank, int size, Timeline& timeline)
+    : devices_(devices), rank_(rank), size_(size), timeline_(timeline) {}
 
 double Executor::final_scale(const Response& r) const {
   return r.postscale * (r.op == ReduceOp::Average ? 1.0 / size_ : 1.0);
-}
-
-std::byte* Executor::fusion_buffer(std::size_t bytes) {
-  if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
-  return fusion_buffer_.data();
 }
 
 void Executor::mark(const char* phase, const std::vector<TensorEntry*>& entries,
@@ -57,8 +53,25 @@ void Executor::mark(const char* phase, const std::vector<TensorEntry*>& entries,
   phase_start_ = now;
 }
 
-void Executor::run(const Response& r, const std::vector<TensorEntry*>& entries,
-                   Clock::time_point decided) {
+void* Executor::allocate_output(TensorEntry& entry, std::vector<int64_t> shape, Path& path) {
+  detail::HandleState& h = *entry.handle;
+  TensorView& out = h.output;
+  out.dtype = entry.request.dtype;
+  out.device = entry.request.device;
+  out.shape = std::move(shape);
+  if (out.device.is_cpu()) {
+    h.output_storage.resize(out.num_bytes());
+    out.data = h.output_storage.data();
+  } else {
+    if (!h.gpu) h.gpu = std::make_shared<detail::GpuState>();
+    h.gpu->device_output = path.ops.allocate(std::max<std::size_t>(out.num_bytes(), 1));
+    out.data = h.gpu->device_output.get();
+  }
+  return out.data;
+}
+
+std::shared_ptr<ops::Event> Executor::run(const Response& r, const std::vector<TensorEntry*>& entries,
+                                          Clock::time_point decided) {
   if (timeline_.enabled()) {
     for (std::size_t i = 0; i < entries.size(); ++i) {
       TensorEntry* e = entries[i];
@@ -68,29 +81,39 @@ void Executor::run(const Response& r, const std::vector<TensorEntry*>& entries,
     }
     phase_start_ = Clock::now();
   }
+  if (r.type == OpType::Barrier) {
+    devices_.host().backend.barrier();
+    mark("BARRIER", entries, r);
+    return nullptr;
+  }
+  Path path = devices_.path(r.device);
+  if (!r.device.is_cpu()) {
+    // The collective waits, on the device, for each tensor's producer.
+    for (TensorEntry* e : entries)
+      if (e != nullptr && e->handle->gpu && e->handle->gpu->ready) path.ops.wait(*e->handle->gpu->ready);
+  }
   switch (r.type) {
-    case OpType::Allreduce: allreduce(r, entries); break;
-    case OpType::Allgather: allgather(r, *entries.at(0)); break;
+    case OpType::Allreduce: allreduce(r, entries, path); break;
+    case OpType::Allgather: allgather(r, *entries.at(0), path); break;
     case OpType::Broadcast:
-      backend_.broadcast(entries.at(0)->output, r.element_counts.at(0), r.dtype, r.root);
+      path.backend.broadcast(entries.at(0)->output, r.element_counts.at(0), r.dtype, r.root);
       mark("BROADCAST", entries, r);
       break;
-    case OpType::Alltoall: alltoall(r, *entries.at(0)); break;
-    case OpType::Reducescatter: reducescatter(r, *entries.at(0)); break;
-    case OpType::Barrier:
-      backend_.barrier();
-      mark("BARRIER", entries, r);
-      break;
+    case OpType::Alltoall: alltoall(r, *entries.at(0), path); break;
+    case OpType::Reducescatter: reducescatter(r, *entries.at(0), path); break;
+    case OpType::Barrier: break;
   }
+  return path.ops.record();
 }
 
-void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& entries) {
-  if (r.names.size() == 1) {
-    allreduce_one(r, entries[0]);
+void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
+  // A compressed tensor needs a buffer of its 16-bit form even on its own.
+  if (r.names.size() == 1 && wire_dtype(r.dtype, r.compression) == r.dtype) {
+    allreduce_one(r, entries[0], path);
     return;
   }
   const auto start = Clock::now();
-  allreduce_fused(r, entries);
+  allreduce_fused(r, entries, path);
   int64_t bytes = 0;
   for (int64_t n : r.element_counts) bytes += n * int64_t(dtype_size(r.dtype));
   fused_bytes_total_ += bytes;
@@ -98,58 +121,64 @@ void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& ent
 }
 
 // A tensor on its own runs on the caller's memory: no fusion-buffer copies.
-void Executor::allreduce_one(const Response& r, TensorEntry* entry) {
+void Executor::allreduce_one(const Response& r, TensorEntry* entry, Path& path) {
   const int64_t count = r.element_counts[0];
-  const ReduceOp op = r.op == ReduceOp::Average ? ReduceOp::Sum : r.op;
-  std::vector<std::byte> zeros;  // a joined rank's contribution
+  std::shared_ptr<void> zeros;  // a joined rank's contribution
   void* out;
   const void* in;
   if (entry == nullptr) {
-    zeros.resize(static_cast<std::size_t>(count) * dtype_size(r.dtype));
-    in = out = zeros.data();
+    zeros = path.ops.allocate(static_cast<std::size_t>(count) * dtype_size(r.dtype));
+    const ops::CopyPiece fill{zeros.get(), nullptr, count};
+    path.ops.convert({&fill, 1}, r.dtype, r.dtype, 1.0);
+    in = out = zeros.get();
   } else {
     in = entry->input;
     out = entry->output;
     if (r.prescale != 1.0) {
-      ops::scale_copy(out, in, count, r.dtype, r.prescale);
+      const ops::CopyPiece piece{out, in, count};
+      path.ops.convert({&piece, 1}, r.dtype, r.dtype, r.prescale);
       in = out;
     }
   }
-  backend_.allreduce(in, out, count, r.dtype, op);
+  path.backend.allreduce(in, out, count, r.dtype, backend_op(r.op));
   mark("ALLREDUCE", {entry}, r);
-  if (const double factor = final_scale(r); factor != 1.0 && entry != nullptr)
-    ops::scale(out, count, r.dtype, factor);
+  if (const double factor = final_scale(r); factor != 1.0 && entry != nullptr) {
+    const ops::CopyPiece piece{out, out, count};
+    path.ops.convert({&piece, 1}, r.dtype, r.dtype, factor);
+  }
 }
 
-void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*>& entries) {
-  const std::size_t element = dtype_size(r.dtype);
+void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
+  const DType wire = wire_dtype(r.dtype, r.compression);
+  const std::size_t element = dtype_size(wire);
   const int64_t total = std::accumulate(r.element_counts.begin(), r.element_counts.end(), int64_t{0});
-  std::byte* buffer = fusion_buffer(static_cast<std::size_t>(total) * element);
+  std::byte* buffer = static_cast<std::byte*>(
+      fusion_buffers_[static_cast<std::size_t>(r.device.kind)].get(path.ops, static_cast<std::size_t>(total) * element));
 
+  // One pass packs every tensor (a joined rank's zeros included), prescaled and cast.
+  pieces_.clear();
   std::byte* at = buffer;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const std::size_t bytes = static_cast<std::size_t>(r.element_counts[i]) * element;
-    if (entries[i] == nullptr) std::memset(at, 0, bytes);
-    else ops::scale_copy(at, entries[i]->input, r.element_counts[i], r.dtype, r.prescale);
-    at += bytes;
-  }
-  mark("MEMCPY_IN", entries, r);
-
-  backend_.allreduce(buffer, buffer, total, r.dtype,
-                     r.op == ReduceOp::Average ? ReduceOp::Sum : r.op);
-  mark("ALLREDUCE", entries, r);
-
-  const double factor = final_scale(r);
-  at = buffer;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i] != nullptr)
-      ops::scale_copy(entries[i]->output, at, r.element_counts[i], r.dtype, factor);
+    pieces_.push_back({at, entries[i] != nullptr ? entries[i]->input : nullptr, r.element_counts[i]});
     at += static_cast<std::size_t>(r.element_counts[i]) * element;
   }
+  path.ops.convert(pieces_, r.dtype, wire, r.prescale);
+  mark("MEMCPY_IN", entries, r);
+
+  path.backend.allreduce(buffer, buffer, total, wire, backend_op(r.op));
+  mark("ALLREDUCE", entries, r);
+
+  pieces_.clear();
+  at = buffer;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i] != nullptr) pieces_.push_back({entries[i]->output, at, r.element_counts[i]});
+    at += static_cast<std::size_t>(r.element_counts[i]) * element;
+  }
+  path.ops.convert(pieces_, wire, r.dtype, final_scale(r));
   mark("MEMCPY_OUT", entries, r);
 }
 
-void Executor::allgather(const Response& r, TensorEntry& entry) {
+void Executor::allgather(const Response& r, TensorEntry& entry, Path& path) {
   const int64_t row = row_elements(entry.request.shape);
   std::vector<int64_t> counts(size_);
   int64_t rows = 0;
@@ -159,17 +188,17 @@ void Executor::allgather(const Response& r, TensorEntry& entry) {
   }
   std::vector<int64_t> shape = entry.request.shape;
   shape[0] = rows;
-  allocate_output(entry, shape);
-  backend_.allgatherv(entry.input, entry.handle->output.data, counts, r.dtype);
+  void* out = allocate_output(entry, shape, path);
+  path.backend.allgatherv(entry.input, out, counts, r.dtype);
   mark("ALLGATHER", {&entry}, r);
 }
 
-void Executor::alltoall(const Response& r, TensorEntry& entry) {
+void Executor::alltoall(const Response& r, TensorEntry& entry, Path& path) {
   const int64_t row = row_elements(entry.request.shape);
-  // Each rank first learns how many rows every other rank sends it.
+  // Each rank first learns how many rows every other rank sends it (host memory).
   std::vector<int64_t> recv_splits(size_);
   const std::vector<int64_t> ones(size_, 1);
-  backend_.alltoallv(entry.splits.data(), ones, recv_splits.data(), ones, DType::Int64);
+  devices_.host().backend.alltoallv(entry.splits.data(), ones, recv_splits.data(), ones, DType::Int64);
   std::vector<int64_t> send_counts(size_), recv_counts(size_);
   int64_t rows = 0;
   for (int i = 0; i < size_; ++i) {
@@ -179,24 +208,25 @@ void Executor::alltoall(const Response& r, TensorEntry& entry) {
   }
   std::vector<int64_t> shape = entry.request.shape;
   shape[0] = rows;
-  allocate_output(entry, shape);
-  backend_.alltoallv(entry.input, send_counts, entry.handle->output.data, recv_counts, r.dtype);
+  void* out = allocate_output(entry, shape, path);
+  path.backend.alltoallv(entry.input, send_counts, out, recv_counts, r.dtype);
   entry.handle->received_splits = std::move(recv_splits);
   mark("ALLTOALL", {&entry}, r);
 }
 
-void Executor::reducescatter(const Response& r, TensorEntry& entry) {
+void Executor::reducescatter(const Response& r, TensorEntry& entry, Path& path) {
   const int64_t row = row_elements(entry.request.shape);
   const int64_t rows = entry.request.shape.at(0);
   std::vector<int64_t> counts(size_);
   for (int i = 0; i < size_; ++i) counts[i] = rows_of_rank(rows, size_, i) * row;
   std::vector<int64_t> shape = entry.request.shape;
   shape[0] = rows_of_rank(rows, size_, rank_);
-  allocate_output(entry, shape);
-  void* out = entry.handle->output.data;
-  backend_.reducescatter(entry.input, out, counts, r.dtype,
-                         r.op == ReduceOp::Average ? ReduceOp::Sum : r.op);
-  if (r.op == ReduceOp::Average) ops::scale(out, counts[rank_], r.dtype, 1.0 / size_);
+  void* out = allocate_output(entry, shape, path);
+  path.backend.reducescatter(entry.input, out, counts, r.dtype, backend_op(r.op));
+  if (r.op == ReduceOp::Average) {
+    const ops::CopyPiece piece{out, out, counts[rank_]};
+    path.ops.convert({&piece, 1}, r.dtype, r.dtype, 1.0 / size_);
+  }
   mark("REDUCESCATTER", {&entry}, r);
 }
 

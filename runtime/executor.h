@@ -1,52 +1,64 @@
 // Runs one negotiated Response on this rank: gathers the local entries it names, packs
-// them into the fusion buffer when fused, calls the backend, scales, unpacks, and fills
-// in results. Knows nothing of negotiation; it is given the same responses in the same
-// order on every rank.
+// them into the fusion buffer when fused (casting to 16 bits when compressed), calls the
+// backend, scales, unpacks, and fills in results. Knows nothing of negotiation; it is
+// given the same responses in the same order on every rank.
+//
+// The same code serves every device: the response's device picks the Devices path (the
+// backend and the DeviceOps that copy, cast and scale). On the host everything is done
+// when run() returns; on a GPU run() only enqueues the work on kolo's stream and returns
+// the event that will say it is done.
 #pragma once
 
+#include <array>
 #include <cstddef>
-#include <functional>
-#include <unordered_map>
+#include <memory>
 #include <vector>
 
+#include "devices.h"
 #include "message.h"
-#include "ops/backend.h"
+#include "ops/device.h"
 #include "tensor_queue.h"
 #include "timeline.h"
 
 namespace kolo {
 
+// The dtype a response's tensors travel in: 16 bits when compressed, else their own.
+DType wire_dtype(DType dtype, Compression compression);
+
 class Executor {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Executor(ops::Backend& backend, int rank, int size, Timeline& timeline);
+  Executor(Devices& devices, int rank, int size, Timeline& timeline);
 
   // `entries[i]` is this rank's entry for response.names[i], or nullptr where this rank
-  // has joined (it then contributes zeros to an allreduce). Throws kolo::Error when the
-  // backend fails; the caller fails the handles.
-  void run(const Response& response, const std::vector<TensorEntry*>& entries,
-           Clock::time_point decided);
+  // has joined (it then contributes zeros to an allreduce). Returns nullptr when the work
+  // is done, or the event a GPU reaches when it is. Throws kolo::Error when the backend
+  // fails (the caller fails the handles), GpuSetupError when there is no GPU path.
+  std::shared_ptr<ops::Event> run(const Response& response, const std::vector<TensorEntry*>& entries,
+                                  Clock::time_point decided);
 
   int64_t fused_bytes_total() const { return fused_bytes_total_; }
 
  private:
-  void allreduce(const Response& r, const std::vector<TensorEntry*>& entries);
-  void allreduce_one(const Response& r, TensorEntry* entry);
-  void allreduce_fused(const Response& r, const std::vector<TensorEntry*>& entries);
-  void allgather(const Response& r, TensorEntry& entry);
-  void alltoall(const Response& r, TensorEntry& entry);
-  void reducescatter(const Response& r, TensorEntry& entry);
+  using Path = Devices::Path;
+  void allreduce(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
+  void allreduce_one(const Response& r, TensorEntry* entry, Path& path);
+  void allreduce_fused(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
+  void allgather(const Response& r, TensorEntry& entry, Path& path);
+  void alltoall(const Response& r, TensorEntry& entry, Path& path);
+  void reducescatter(const Response& r, TensorEntry& entry, Path& path);
+  void* allocate_output(TensorEntry& entry, std::vector<int64_t> shape, Path& path);
 
   // Factor applied after the reduction: postscale, and 1/size for an average.
   double final_scale(const Response& r) const;
-  std::byte* fusion_buffer(std::size_t bytes);
   void mark(const char* phase, const std::vector<TensorEntry*>& entries, const Response& r);
 
-  ops::Backend& backend_;
+  Devices& devices_;
   int rank_, size_;
   Timeline& timeline_;
-  std::vector<std::byte> fusion_buffer_;
+  std::array<ops::GrowingBuffer, 2> fusion_buffers_;  // by Device::Kind
+  std::vector<ops::CopyPiece> pieces_;
   int64_t fused_bytes_total_ = 0;
   int64_t next_group_id_ = 0;
   Clock::time_point phase_start_;

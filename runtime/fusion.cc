@@ -15,7 +15,8 @@ bool FusionPlan::joins_open(const Params& next, int64_t bytes) const {
     return false;
   const Response& open = responses_.back();
   return open.dtype == next.dtype && open.op == next.op && open.prescale == next.prescale &&
-         open.postscale == next.postscale && open.device == next.device;
+         open.postscale == next.postscale && open.compression == next.compression &&
+         open.device.kind == next.device.kind;
 }
 
 void FusionPlan::opened(int64_t bytes, bool fusable) {

@@ -80,6 +80,7 @@ void put_request(Writer& w, const Request& r) {
   w.put(r.root);
   w.put(r.prescale);
   w.put(r.postscale);
+  w.put(r.compression);
   w.put(r.device);
   w.put(r.shape);
   w.put(r.group);
@@ -94,6 +95,7 @@ void get_request(Reader& rd, Request& r) {
   rd.get(r.root);
   rd.get(r.prescale);
   rd.get(r.postscale);
+  rd.get(r.compression);
   rd.get(r.device);
   rd.get(r.shape);
   rd.get(r.group);
@@ -110,6 +112,7 @@ void put_response(Writer& w, const Response& r) {
   w.put(r.root);
   w.put(r.prescale);
   w.put(r.postscale);
+  w.put(r.compression);
   w.put(r.device);
   w.put(r.rank_first_dims);
   w.put(r.error_code);
@@ -126,6 +129,7 @@ void get_response(Reader& rd, Response& r) {
   rd.get(r.root);
   rd.get(r.prescale);
   rd.get(r.postscale);
+  rd.get(r.compression);
   rd.get(r.device);
   rd.get(r.rank_first_dims);
   rd.get(r.error_code);
@@ -162,6 +166,7 @@ Response response_for(const Request& request, std::string name) {
   r.root = request.root;
   r.prescale = request.prescale;
   r.postscale = request.postscale;
+  r.compression = request.compression;
   r.device = request.device;
   return r;
 }
@@ -175,6 +180,7 @@ Request request_for(const Response& response, std::size_t i) {
   q.root = response.root;
   q.prescale = response.prescale;
   q.postscale = response.postscale;
+  q.compression = response.compression;
   q.device = response.device;
   q.shape = {response.element_counts[i]};
   return q;

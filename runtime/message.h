@@ -22,6 +22,7 @@ struct Request {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  Compression compression = Compression::None;
   Device device;
   std::vector<int64_t> shape;
   // Grouped allreduce: every member carries the group's key (its first member's name)
@@ -47,6 +48,9 @@ struct Response {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  Compression compression = Compression::None;
+  // The first submitter's device. Ranks agree on its kind only: each rank runs on the
+  // device of its own tensors.
   Device device;
   // Allgather: each rank's first dimension. Reducescatter/alltoall: unused.
   std::vector<int64_t> rank_first_dims;

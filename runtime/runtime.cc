@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "gpu_state.h"
 #include "logging.h"
 
 namespace kolo {
@@ -18,13 +19,18 @@ constexpr std::chrono::seconds kPartialSlotTimeout{1};
 
 // Settings that change what ranks send must be equal everywhere: rank 0's win.
 void agree_on_settings(Config& config, MPI_Comm comm) {
-  int64_t values[4] = {config.fusion_threshold_bytes, config.cache_capacity,
-                       config.allreduce_chunk_bytes, config.autotune ? 1 : 0};
-  ops::check_mpi(MPI_Bcast(values, 4, MPI_INT64_T, 0, comm), "MPI_Bcast (settings)");
+  int64_t values[7] = {config.fusion_threshold_bytes, config.cache_capacity,
+                       config.allreduce_chunk_bytes, config.autotune ? 1 : 0,
+                       static_cast<int64_t>(config.gpu_operations), config.hierarchical_allreduce ? 1 : 0,
+                       config.test_host_gpu ? 1 : 0};
+  ops::check_mpi(MPI_Bcast(values, 7, MPI_INT64_T, 0, comm), "MPI_Bcast (settings)");
   config.fusion_threshold_bytes = values[0];
   config.cache_capacity = static_cast<int>(values[1]);
   config.allreduce_chunk_bytes = values[2];
   config.autotune = values[3] != 0;
+  config.gpu_operations = static_cast<GpuOperationsSetting>(values[4]);
+  config.hierarchical_allreduce = values[5] != 0;
+  config.test_host_gpu = values[6] != 0;
 }
 
 // Rank 0 opens the timeline; if it cannot, every rank fails init() with its reason
@@ -50,7 +56,8 @@ bool cacheable(OpType type) { return type != OpType::Allgather; }
 }  // namespace
 
 Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
-    : context_(std::make_unique<ops::MpiContext>(comm)), config_(std::move(config)),
+    : context_(std::make_unique<ops::MpiContext>(comm, ops::TopologyOptions{config.test_local_size})),
+      config_(std::move(config)),
       owns_mpi_(owns_mpi), cache_(0) {
   agree_on_settings(config_, context_->comm());
   cache_ = ResponseCache(config_.cache_capacity);
@@ -60,10 +67,11 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
   options.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
   options.control_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(config_.control_timeout_seconds * 1000.0));
-  backend_ = ops::make_mpi_backend(*context_, options);
+  devices_ = std::make_unique<Devices>(*context_, config_);
   control_ = ops::make_mpi_control_channel(*context_, options);
   open_timeline(timeline_, config_, context_->comm(), context_->rank());
-  executor_ = std::make_unique<Executor>(*backend_, context_->rank(), context_->size(), timeline_);
+  executor_ = std::make_unique<Executor>(*devices_, context_->rank(), context_->size(), timeline_);
+  completions_ = std::make_unique<CompletionWatcher>(options.control_timeout);
   fusion_.threshold_bytes = config_.fusion_threshold_bytes;
   fusion_.unfused_min_bytes = config_.allreduce_chunk_bytes > 0
                                   ? config_.allreduce_chunk_bytes
@@ -84,6 +92,7 @@ Runtime::~Runtime() {
   // MPI_Finalize, or when a stalled peer wakes up). Leave both alive.
   if (communication_failed_) {
     (void)control_.release();
+    (void)devices_.release();  // NCCL communicators too: never destroyed under a pending collective
     (void)context_.release();
   }
 }
@@ -113,6 +122,7 @@ void Runtime::shutdown() {
   shutdown_requested_ = true;
   queue_.wake();
   if (thread_.joinable()) thread_.join();
+  if (completions_) completions_->drain();  // GPU work already enqueued finishes (bounded)
   timeline_.close();
 }
 
@@ -375,23 +385,47 @@ void Runtime::run(const std::vector<Response>& responses,
   for (std::size_t i = 0; i < responses.size(); ++i) {
     const Response& r = responses[i];
     Status status;
+    std::shared_ptr<ops::Event> done;  // GPU work still running on the device
     if (r.kind == Response::Kind::Error) {
       status = Status(r.error_code, r.error_message);
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {
       continue;  // cannot happen: the coordinator only releases these when every rank has them
     } else {
       // A backend failure leaves the communicator in an unknown state: it propagates, the
-      // loop stops and every pending handle fails (see loop()).
+      // loop stops and every pending handle fails (see loop()). A GPU path that cannot be
+      // set up fails alike on every rank: only these tensors fail.
       const auto start = Clock::now();
-      executor_->run(r, entries[i], decided);
+      try {
+        done = executor_->run(r, entries[i], decided);
+      } catch (const GpuSetupError& e) {
+        status = Status(e.code(), e.what());
+      }
       if (r.type == OpType::Allreduce) {
         cycle_allreduce_bytes_ += response_bytes(r);
         cycle_allreduce_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
       }
     }
+    if (done) {
+      defer(entries[i], std::move(done));
+      continue;
+    }
     for (TensorEntry* e : entries[i])
       if (e != nullptr) finish(*e, status);
   }
+}
+
+// The work is enqueued on the device: the name is free again (later work on it is
+// ordered after this on kolo's stream), and the handles complete when `done` is reached.
+void Runtime::defer(const std::vector<TensorEntry*>& entries, std::shared_ptr<ops::Event> done) {
+  std::vector<std::shared_ptr<detail::HandleState>> handles;
+  for (TensorEntry* e : entries) {
+    if (e == nullptr) continue;
+    std::shared_ptr<detail::HandleState> handle = std::move(e->handle);
+    in_flight_.erase(e->request.name);
+    if (handle->gpu) handle->gpu->publish(done);
+    handles.push_back(std::move(handle));
+  }
+  completions_->add(std::move(done), std::move(handles));
 }
 
 void Runtime::apply_setting(uint64_t index) {
@@ -400,7 +434,7 @@ void Runtime::apply_setting(uint64_t index) {
   const TunedSetting& setting = autotuner_->setting(index);
   fusion_.threshold_bytes = setting.fusion_threshold_bytes;
   fusion_.unfused_min_bytes = setting.chunk_bytes;
-  backend_->set_allreduce_chunk_bytes(setting.chunk_bytes);
+  devices_->set_allreduce_chunk_bytes(setting.chunk_bytes);
 }
 
 void Runtime::autotune_step() {

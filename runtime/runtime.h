@@ -22,8 +22,10 @@
 #include <unordered_map>
 
 #include "autotuner.h"
+#include "completion_watcher.h"
 #include "config.h"
 #include "coordinator.h"
+#include "devices.h"
 #include "executor.h"
 #include "fusion.h"
 #include "ops/mpi_backend.h"
@@ -41,6 +43,7 @@ class Runtime {
 
   const ops::MpiContext& context() const { return *context_; }
   const Config& config() const { return config_; }
+  Devices& devices() { return *devices_; }
 
   // Hands entries to the background thread; fails at once only if kolo has stopped.
   Status submit(TensorEntry entry);
@@ -61,6 +64,7 @@ class Runtime {
   void run(const std::vector<Response>& responses,
            const std::vector<std::vector<TensorEntry*>>& entries, Clock::time_point decided);
   void finish(TensorEntry& entry, Status status);
+  void defer(const std::vector<TensorEntry*>& entries, std::shared_ptr<ops::Event> done);
   void invalidate(uint32_t slot);
   void set_waiting(uint32_t slot, TensorEntry* entry);
   std::string name_in_flight(const std::vector<TensorEntry>& entries, std::size_t begin,
@@ -73,10 +77,11 @@ class Runtime {
   std::unique_ptr<ops::MpiContext> context_;
   Config config_;
   bool owns_mpi_;
-  std::unique_ptr<ops::Backend> backend_;
+  std::unique_ptr<Devices> devices_;
   std::unique_ptr<ops::ControlChannel> control_;
   Timeline timeline_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<CompletionWatcher> completions_;  // GPU operations' handles
   FusionOptions fusion_;
 
   TensorQueue queue_;

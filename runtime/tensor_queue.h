@@ -19,6 +19,8 @@
 namespace kolo {
 namespace detail {
 
+class GpuState;  // gpu_state.h
+
 struct HandleState {
   std::mutex mutex;
   std::condition_variable done_cv;
@@ -29,6 +31,7 @@ struct HandleState {
   std::vector<std::byte> output_storage;
   TensorView output;
   std::vector<int64_t> received_splits;
+  std::shared_ptr<GpuState> gpu;  // GPU operations only: events, device result (gpu_state.h)
 
   void complete(Status s);
 };

@@ -40,7 +40,8 @@ const char* dtype_name(DType dtype);   // "float32", "bfloat16", ...
 const char* op_name(ReduceOp op);      // "sum", "average", ...
 bool is_floating_point(DType dtype);
 
-// Where a tensor's memory lives. CUDA tensors are accepted by GPU backends only.
+// Where a tensor's memory lives. CUDA tensors need a build with CUDA (see build_info());
+// a process keeps its GPU tensors on one device. See docs/gpu.md.
 struct Device {
   enum class Kind : int { CPU, CUDA };
   Kind kind = Kind::CPU;
@@ -131,8 +132,16 @@ class Handle {
   Status wait() const;                                  // blocks until done
   Status wait_for(std::chrono::milliseconds timeout) const;  // Pending if not done in time
 
+  // GPU operations: makes `cuda_stream` (a cudaStream_t; nullptr: the legacy default
+  // stream) wait on the device until the operation is done, without blocking the host
+  // beyond the moment kolo has enqueued it. For a framework that consumes the result on
+  // its own stream. A device failure after that shows in wait(). For a CPU operation it
+  // is wait().
+  Status wait_on_stream(void* cuda_stream) const;
+
   // For operations whose result size depends on other ranks (allgather, alltoall,
-  // reducescatter), the result lives in memory owned by the handle; valid after wait().
+  // reducescatter), the result lives in memory owned by the handle (on the tensor's
+  // device); valid after wait().
   TensorView output() const;
   // alltoall only: how many first-dimension rows came from each rank.
   const std::vector<int64_t>& received_splits() const;
@@ -163,10 +172,16 @@ int cross_size();   // number of nodes
 
 // ---- Collectives -----------------------------------------------------------------------
 
+// How float32 and float64 tensors travel: as they are, or cast to 16 bits on the wire
+// (half the bytes; the result is cast back). 16-bit tensors travel as they are.
+enum class Compression : int { None, FP16, BF16 };
+const char* compression_name(Compression compression);  // "none", "fp16", "bf16"
+
 struct AllreduceOptions {
   ReduceOp op = ReduceOp::Average;
   double prescale = 1.0;   // multiplies the input before the reduction
   double postscale = 1.0;  // multiplies the result (after the average's 1/size)
+  Compression compression = Compression::None;  // must be the same on every rank
 };
 
 // output may be the same memory as input (in place). Shapes and dtypes must match.
@@ -204,5 +219,28 @@ void join();
 
 // The configuration in effect (read from the environment at init()).
 std::string describe_configuration();
+
+// ---- GPU ---------------------------------------------------------------------------------
+
+// The stream (a cudaStream_t) on which the calling thread produces its GPU tensors; nullptr
+// (the default) is the legacy default stream. At each submission of a GPU tensor kolo
+// records an event on it, and its collective waits for that event on the device: the
+// caller need not synchronise before submitting, and no thread waits for the GPU.
+void set_cuda_stream(void* cuda_stream);
+
+// What this build of kolo can do (`kolorun --check-build`). Needs no init().
+struct BuildInfo {
+  std::string version;               // kolo's
+  std::string mpi_library;           // MPI_Get_library_version, first line
+  bool cuda = false;                 // built with CUDA: GPU tensors are supported
+  std::string cuda_compiled;         // CUDA toolkit kolo was compiled with, e.g. "13.0"
+  std::string cuda_runtime;          // the CUDA runtime loaded now
+  std::string cuda_driver;           // the driver's CUDA version ("none" without a driver)
+  int cuda_devices = 0;              // visible devices (0 without a driver or device)
+  bool nccl = false;                 // built with NCCL: KOLO_GPU_OPERATIONS=NCCL works
+  std::string nccl_compiled;         // e.g. "2.28.9"
+  std::string nccl_runtime;          // the libnccl loaded now
+};
+BuildInfo build_info();
 
 }  // namespace kolo

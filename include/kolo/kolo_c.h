@@ -51,13 +51,22 @@ int kolo_poll(kolo_handle h); /* 1 done, 0 pending, < 0 unknown handle */
 int kolo_wait(kolo_handle h); /* 0 success; nonzero failure, see kolo_last_error */
 /* For allgather/alltoall/reducescatter: waits, then copies the result into `output`
  * (capacity `output_bytes`), stores the result's first dimension in *first_dim when not
- * NULL, and releases the handle. 0 on success. */
+ * NULL, and releases the handle. 0 on success. A GPU result may be copied into host or
+ * device memory. */
 int kolo_wait_output(kolo_handle h, void* output, int64_t output_bytes, int64_t* first_dim);
 /* Bytes of the result of a done allgather/alltoall/reducescatter handle; -1 if not done. */
 int64_t kolo_output_bytes(kolo_handle h);
 
 int kolo_barrier(void);
 int kolo_join(void);
+
+/* GPU tensors (device >= 0; docs/gpu.md). The stream (a cudaStream_t, NULL: the legacy
+ * default stream) on which the calling thread produces its GPU tensors: kolo records
+ * each tensor's readiness on it at submission. Returns 0. */
+int kolo_set_cuda_stream(void* cuda_stream);
+/* Makes `cuda_stream` wait on the device for the operation, without the host waiting for
+ * it to finish; does not release the handle (kolo_wait still does). 0 on success. */
+int kolo_wait_on_stream(kolo_handle h, void* cuda_stream);
 
 const char* kolo_last_error(void); /* message of this thread's last failure */
 

@@ -14,25 +14,6 @@ namespace {
 
 double step_value(int r, int step, int64_t i) { return double((r + 1) * (i % 5 + 1) + step); }
 
-// kolo::join() blocks until every rank has joined; bound it so that a rank that failed
-// early cannot hang the others for good (shutdown aborts a join left behind).
-void bounded_join() {
-  auto done = std::make_shared<std::promise<std::string>>();
-  std::future<std::string> result = done->get_future();
-  std::thread([done] {
-    try {
-      kolo::join();
-      done->set_value("");
-    } catch (const std::exception& e) {
-      done->set_value(e.what());
-    }
-  }).detach();
-  if (result.wait_for(kOpTimeout) != std::future_status::ready) FAIL("join() did not return in time");
-  const std::string error = result.get();
-  INFO(error);
-  REQUIRE(error.empty());
-}
-
 }  // namespace
 
 TEST_CASE("join: rank r runs r+1 steps; later steps reduce over the ranks still active",

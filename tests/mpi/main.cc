@@ -4,6 +4,9 @@
 // rank: the largest failure count of any rank.
 //
 //   mpirun -np 3 kolo_mpi_tests            # everything but the [stall] test
+//
+// The GPU tests (tests/gpu/) use this main too, built with KOLO_TEST_REQUIRES_GPU: on a
+// machine without a CUDA device they exit with kSkipNoGpu, which CTest reports as skipped.
 //   KOLO_STALL_CHECK_TIME_SECONDS=1 KOLO_STALL_SHUTDOWN_TIME_SECONDS=3
 //     mpirun -np 2 kolo_mpi_tests [stall]
 #define CATCH_CONFIG_RUNNER
@@ -21,11 +24,28 @@
 
 #include "kolo/kolo.h"
 
+#ifdef KOLO_TEST_REQUIRES_GPU
+#include <cuda_runtime_api.h>
+constexpr int kSkipNoGpu = 77;  // SKIP_RETURN_CODE in tests/gpu/CMakeLists.txt
+#endif
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+
+#ifdef KOLO_TEST_REQUIRES_GPU
+  int devices = 0;
+  const cudaError_t probe = cudaGetDeviceCount(&devices);
+  if (probe != cudaSuccess || devices == 0) {
+    if (world_rank == 0)
+      std::printf("SKIP: no CUDA device on this machine (cudaGetDeviceCount: %s, %d devices)\n",
+                  cudaGetErrorString(probe), devices);
+    MPI_Finalize();
+    return kSkipNoGpu;
+  }
+#endif
 
   try {
     kolo::init();

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -107,6 +109,25 @@ inline void world_barrier(std::chrono::seconds timeout = 2 * kOpTimeout) {
     if (std::chrono::steady_clock::now() > deadline) FAIL("the other ranks did not reach the barrier in time");
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
+
+// kolo::join() blocks until every rank has joined; bound it so that a rank that failed
+// early cannot hang the others for good (shutdown aborts a join left behind).
+inline void bounded_join() {
+  auto done = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> result = done->get_future();
+  std::thread([done] {
+    try {
+      kolo::join();
+      done->set_value("");
+    } catch (const std::exception& e) {
+      done->set_value(e.what());
+    }
+  }).detach();
+  if (result.wait_for(kOpTimeout) != std::future_status::ready) FAIL("join() did not return in time");
+  const std::string error = result.get();
+  INFO(error);
+  REQUIRE(error.empty());
 }
 
 }  // namespace kolo_test

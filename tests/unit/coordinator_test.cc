@@ -201,6 +201,28 @@ TEST_CASE("coordinator reports dtype, op, root and prescale mismatches", "[coord
   }
 }
 
+TEST_CASE("coordinator lets each rank use its own GPU but not mix CPU and GPU", "[coordinator][gpu]") {
+  kolo::Request on0 = allreduce("g"), on1 = on0, cpu = on0;
+  on0.device = kolo::Device::cuda(0);
+  on1.device = kolo::Device::cuda(1);
+  const auto ok = single_response({on0, on1});
+  CHECK(ok.kind == kolo::Response::Kind::Run);
+  CHECK(ok.device == kolo::Device::cuda(0));
+  const auto mixed = single_response({on0, cpu});
+  CHECK(mixed.error_code == kolo::StatusCode::Mismatch);
+  CHECK_THAT(mixed.error_message, Contains("device") && Contains("rank 0 gave cuda") && Contains("rank 1 gave cpu"));
+}
+
+TEST_CASE("coordinator reports a compression mismatch and carries the agreed one", "[coordinator][gpu]") {
+  kolo::Request a = allreduce("c"), b = a;
+  a.compression = b.compression = kolo::Compression::FP16;
+  CHECK(single_response({a, b}).compression == kolo::Compression::FP16);
+  b.compression = kolo::Compression::BF16;
+  const auto r = single_response({a, b});
+  CHECK(r.error_code == kolo::StatusCode::Mismatch);
+  CHECK_THAT(r.error_message, Contains("compression") && Contains("rank 0 gave fp16") && Contains("rank 1 gave bf16"));
+}
+
 TEST_CASE("coordinator lets allgather first dimensions differ but not the rest", "[coordinator]") {
   const auto ok = single_response({of_type("g", kolo::OpType::Allgather, {1, 3}),
                                    of_type("g", kolo::OpType::Allgather, {0, 3}),

@@ -69,6 +69,22 @@ TEST_CASE("fusion never mixes dtypes, ops or scale factors", "[fusion]") {
         Groups{{"f1", "f2"}, {"d"}, {"h", "h2"}, {"max"}, {"pre"}, {"post"}, {"f3"}});
 }
 
+TEST_CASE("fusion keeps compressions and CPU and GPU tensors apart, and fuses any GPU ordinal",
+          "[fusion][gpu]") {
+  auto on = [](kolo::Response r, kolo::Device d, kolo::Compression c = kolo::Compression::None) {
+    r.device = d;
+    r.compression = c;
+    return r;
+  };
+  const auto gpu0 = kolo::Device::cuda(0), gpu1 = kolo::Device::cuda(1);
+  const auto fused = kolo::fuse_responses(
+      {ar("c1", 4), on(ar("g1", 4), gpu0), on(ar("g2", 4), gpu1), on(ar("h1", 4), gpu0, kolo::Compression::FP16),
+       on(ar("h2", 4), gpu0, kolo::Compression::FP16), on(ar("b1", 4), gpu0, kolo::Compression::BF16), ar("c2", 4)},
+      options(1 << 20));
+  // Ranks agree on the device kind only (each uses its own GPU), so that is what fusion compares.
+  CHECK(groups_of(fused) == Groups{{"c1"}, {"g1", "g2"}, {"h1", "h2"}, {"b1"}, {"c2"}});
+}
+
 TEST_CASE("fusion never fuses tensors at or above unfused_min_bytes", "[fusion]") {
   // unfused_min 4000 bytes = 1000 float32.
   const auto fused = kolo::fuse_responses(

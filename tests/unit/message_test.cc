@@ -26,6 +26,7 @@ TEST_CASE("request list round-trips through serialize and parse", "[message]") {
   list.requests.back().postscale = -3.5;
   list.requests.back().group = "grad/w";
   list.requests.back().group_size = 2;
+  list.requests.back().compression = kolo::Compression::BF16;
   list.requests.push_back(request("bcast \"quoted\"\nname", kolo::OpType::Broadcast, kolo::DType::Int64, {}));
   list.requests.back().root = 3;
   list.requests.back().device = kolo::Device::cuda(1);
@@ -63,6 +64,8 @@ TEST_CASE("response list round-trips through serialize and parse", "[message]") 
   fused.op = kolo::ReduceOp::Average;
   fused.prescale = 1.0 / 3;
   fused.postscale = 1e-300;
+  fused.compression = kolo::Compression::FP16;
+  fused.device = kolo::Device::cuda(3);
   list.responses.push_back(fused);
   kolo::Response gather;
   gather.type = kolo::OpType::Allgather;

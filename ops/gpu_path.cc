@@ -1,0 +1,122 @@
+#include "gpu_path.h"
+
+#include <cstring>
+
+#include "hierarchical_backend.h"
+
+namespace kolo::ops {
+
+const char* gpu_operations_name(GpuOperations operations) {
+  return operations == GpuOperations::Nccl ? "NCCL" : "MPI";
+}
+
+namespace {
+
+// Host memory in the role of device memory: synchronous work, but events like a GPU's,
+// so that the runtime takes its GPU path (deferred completion) all the same.
+class StandInOps final : public DeviceOps {
+ public:
+  explicit StandInOps(int device) : cpu_(make_cpu_ops(Device::cuda(device))) {}
+  Device device() const override { return cpu_->device(); }
+  void convert(std::span<const CopyPiece> pieces, DType from, DType to, double factor) override {
+    cpu_->convert(pieces, from, to, factor);
+  }
+  std::shared_ptr<void> allocate(std::size_t bytes) override { return cpu_->allocate(bytes); }
+  void wait(Event& event) override { wait_for(event, std::chrono::seconds(300), "a tensor's readiness"); }
+  std::shared_ptr<Event> record() override { return reached_event(); }
+
+ private:
+  std::unique_ptr<DeviceOps> cpu_;
+};
+
+class HostStandInParts final : public GpuParts {
+ public:
+  explicit HostStandInParts(const MpiOptions& mpi) : mpi_(mpi) {}
+  std::string name() const override { return "host memory standing in for a GPU (KOLO_TEST_HOST_GPU)"; }
+  bool has_nccl() const override { return true; }
+  std::string check(const TensorView&) override { return ""; }
+  std::shared_ptr<Event> record_ready(const Device&, void*) override { return reached_event(); }
+  int device_count() override { return 1; }
+  void copy(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  std::unique_ptr<DeviceOps> make_ops(int device) override { return std::make_unique<StandInOps>(device); }
+  std::unique_ptr<StagingCopier> make_copier(DeviceOps&) override { return make_host_copier(); }
+  std::unique_ptr<Backend> make_collectives(MPI_Comm comm, DeviceOps&, std::chrono::milliseconds) override {
+    return make_mpi_backend(comm, mpi_);
+  }
+
+ private:
+  MpiOptions mpi_;
+};
+
+int comm_rank(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+}  // namespace
+
+std::unique_ptr<GpuParts> make_host_stand_in_parts(const MpiOptions& mpi) {
+  return std::make_unique<HostStandInParts>(mpi);
+}
+
+GpuPath make_gpu_path(GpuParts& parts, const MpiContext& context, int device, const GpuPathOptions& options) {
+  GpuPath path;
+  std::string failure;
+  try {
+    path.ops = parts.make_ops(device);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  int ok = failure.empty() ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, context.comm()), "MPI_Allreduce (GPU set-up)");
+  if (!ok)
+    throw Error(StatusCode::InvalidArgument,
+                failure.empty() ? "kolo: GPU set-up failed on another rank (see its message)" : failure);
+
+  const auto staged = [&](MPI_Comm comm, std::unique_ptr<Backend> host) {
+    StagingOptions staging;
+    staging.rank = comm_rank(comm);
+    staging.piece_bytes = options.staging_piece_bytes;
+    staging.timeout = options.timeout;
+    return make_staged_backend(std::move(host), parts.make_copier(*path.ops), staging);
+  };
+  const auto mpi = [&](MPI_Comm comm) { return make_mpi_backend(comm, options.mpi); };
+
+  if (options.operations == GpuOperations::Nccl) {
+    if (!parts.has_nccl())
+      throw Error(StatusCode::InvalidArgument,
+                  "kolo: KOLO_GPU_OPERATIONS=NCCL, but this build of kolo has no NCCL (use MPI)");
+    std::unique_ptr<Backend> flat = parts.make_collectives(context.comm(), *path.ops, options.timeout);
+    if (!options.hierarchical) {
+      path.backend = std::move(flat);
+      return path;
+    }
+    HierarchicalParts h;
+    h.local = parts.make_collectives(context.local_comm(), *path.ops, options.timeout);
+    h.cross = staged(context.cross_comm(), mpi(context.cross_comm()));
+    h.flat = std::move(flat);
+    h.memory = path.ops.get();
+    h.local_rank = context.local_rank();
+    h.local_size = context.local_size();
+    path.backend = make_hierarchical_backend(std::move(h));
+    return path;
+  }
+
+  std::unique_ptr<Backend> host = mpi(context.comm());
+  if (options.hierarchical) {
+    path.host_ops = make_cpu_ops();
+    HierarchicalParts h;
+    h.local = mpi(context.local_comm());
+    h.cross = mpi(context.cross_comm());
+    h.flat = std::move(host);
+    h.memory = path.host_ops.get();
+    h.local_rank = context.local_rank();
+    h.local_size = context.local_size();
+    host = make_hierarchical_backend(std::move(h));
+  }
+  path.backend = staged(context.comm(), std::move(host));
+  return path;
+}
+
+}  // namespace kolo::ops

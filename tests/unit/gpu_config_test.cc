@@ -1,0 +1,71 @@
+// The GPU settings: KOLO_GPU_OPERATIONS, KOLO_HIERARCHICAL_ALLREDUCE and the test-only
+// layout and stand-in switches, their HOROVOD_ aliases, bad values, and which collectives
+// GPU tensors get for what the build has.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "runtime/config.h"
+#include "runtime/devices.h"
+
+using Catch::Matchers::Contains;
+using kolo::GpuOperationsSetting;
+
+namespace {
+
+kolo::Config parse(const std::map<std::string, std::string>& env) {
+  return kolo::config_from_environment([env](const std::string& name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("GPU settings default to automatic collectives and a flat allreduce", "[config][gpu]") {
+  const kolo::Config c = parse({});
+  CHECK(c.gpu_operations == GpuOperationsSetting::Auto);
+  CHECK_FALSE(c.hierarchical_allreduce);
+  CHECK(c.test_local_size == 0);
+  CHECK_FALSE(c.test_host_gpu);
+  CHECK_THAT(c.describe(), Contains("KOLO_GPU_OPERATIONS = (auto)") && Contains("KOLO_HIERARCHICAL_ALLREDUCE = 0"));
+}
+
+TEST_CASE("KOLO_GPU_OPERATIONS takes NCCL or MPI in any case, and the HOROVOD_ name", "[config][gpu]") {
+  CHECK(parse({{"KOLO_GPU_OPERATIONS", "NCCL"}}).gpu_operations == GpuOperationsSetting::Nccl);
+  CHECK(parse({{"KOLO_GPU_OPERATIONS", "mpi"}}).gpu_operations == GpuOperationsSetting::Mpi);
+  CHECK(parse({{"HOROVOD_GPU_OPERATIONS", "Mpi"}}).gpu_operations == GpuOperationsSetting::Mpi);
+  CHECK(parse({{"HOROVOD_GPU_OPERATIONS", "MPI"}, {"KOLO_GPU_OPERATIONS", "NCCL"}}).gpu_operations ==
+        GpuOperationsSetting::Nccl);
+  CHECK_THROWS_WITH(parse({{"KOLO_GPU_OPERATIONS", "gloo"}}),
+                    Contains("KOLO_GPU_OPERATIONS='gloo'") && Contains("NCCL or MPI"));
+  CHECK_THROWS_WITH(parse({{"HOROVOD_GPU_OPERATIONS", ""}}), Contains("HOROVOD_GPU_OPERATIONS=''"));
+}
+
+TEST_CASE("KOLO_HIERARCHICAL_ALLREDUCE is a boolean, also as HOROVOD_HIERARCHICAL_ALLREDUCE", "[config][gpu]") {
+  CHECK(parse({{"KOLO_HIERARCHICAL_ALLREDUCE", "1"}}).hierarchical_allreduce);
+  CHECK(parse({{"HOROVOD_HIERARCHICAL_ALLREDUCE", "true"}}).hierarchical_allreduce);
+  CHECK_FALSE(parse({{"KOLO_HIERARCHICAL_ALLREDUCE", "0"}, {"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"}}).hierarchical_allreduce);
+  CHECK_THROWS_WITH(parse({{"KOLO_HIERARCHICAL_ALLREDUCE", "2"}}), Contains("KOLO_HIERARCHICAL_ALLREDUCE='2'"));
+}
+
+TEST_CASE("the test-only layout and GPU stand-in switches parse and reject nonsense", "[config][gpu]") {
+  const kolo::Config c = parse({{"KOLO_TEST_LOCAL_SIZE", "2"}, {"KOLO_TEST_HOST_GPU", "1"}});
+  CHECK(c.test_local_size == 2);
+  CHECK(c.test_host_gpu);
+  CHECK_THAT(c.describe(), Contains("KOLO_TEST_LOCAL_SIZE = 2") && Contains("KOLO_TEST_HOST_GPU = 1"));
+  CHECK_THROWS_WITH(parse({{"KOLO_TEST_LOCAL_SIZE", "-1"}}), Contains("KOLO_TEST_LOCAL_SIZE='-1'"));
+  CHECK_THROWS_WITH(parse({{"KOLO_TEST_LOCAL_SIZE", "two"}}), Contains("KOLO_TEST_LOCAL_SIZE='two'"));
+  CHECK_THROWS_WITH(parse({{"KOLO_TEST_HOST_GPU", "maybe"}}), Contains("KOLO_TEST_HOST_GPU='maybe'"));
+}
+
+TEST_CASE("GPU tensors get NCCL where the build has it, MPI otherwise, and NCCL only if built", "[config][gpu]") {
+  using kolo::ops::GpuOperations;
+  CHECK(kolo::resolve_gpu_operations(GpuOperationsSetting::Auto, true) == GpuOperations::Nccl);
+  CHECK(kolo::resolve_gpu_operations(GpuOperationsSetting::Auto, false) == GpuOperations::Mpi);
+  CHECK(kolo::resolve_gpu_operations(GpuOperationsSetting::Mpi, true) == GpuOperations::Mpi);
+  CHECK(kolo::resolve_gpu_operations(GpuOperationsSetting::Nccl, true) == GpuOperations::Nccl);
+  CHECK_THROWS_WITH(kolo::resolve_gpu_operations(GpuOperationsSetting::Nccl, false),
+                    Contains("KOLO_GPU_OPERATIONS=NCCL") && Contains("no NCCL"));
+}
