@@ -61,6 +61,12 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
   app.add_flag("--profile", f.profile, "print where the training time went (data, forward, backward, update)");
 }
 
+void add_data_limit_flags(CLI::App& app, DataLimits& limits) {
+  app.add_option("--train-limit", limits.train, "train on the first N images only (0: all)")->check(kNonNegative);
+  app.add_option("--test-limit", limits.test, "evaluate on the first N test images only (0: all)")
+      ->check(kNonNegative);
+}
+
 std::optional<int> parse_flags(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -116,6 +122,12 @@ std::string describe_optimization(const TrainingFlags& f) {
   if (f.warmup_epochs > 0 && kolo::size() > 1) out << ", warmup " << count_of(f.warmup_epochs, "epoch");
   if (f.schedule == "cosine") out << ", cosine decay";
   return out.str();
+}
+
+std::string describe_run(const TrainingFlags& f) {
+  return count_of(kolo::size(), "rank") + " x " + count_of(models::num_threads(), "thread") + ", batch " +
+         std::to_string(f.batch_size) + " per rank (" + std::to_string(f.batch_size * kolo::size()) + " in all), " +
+         describe_optimization(f) + ", " + count_of(static_cast<double>(f.epochs), "epoch");
 }
 
 }  // namespace kolo::examples

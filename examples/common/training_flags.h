@@ -35,6 +35,13 @@ struct TrainingFlags {
 
 void add_training_flags(CLI::App& app, TrainingFlags& flags);
 
+// --train-limit and --test-limit: use the first N images of each split (0: all of them;
+// apply with keep_first()).
+struct DataLimits {
+  int64_t train = 0, test = 0;
+};
+void add_data_limit_flags(CLI::App& app, DataLimits& limits);
+
 // Checks for numeric flags whose messages name the problem ("'abc' is not a number",
 // "must be positive, got 0"); CLI11's own speak of a range up to 1.8e308.
 extern const CLI::Validator kPositive;
@@ -56,5 +63,8 @@ bool progress_wanted(const TrainingFlags& flags);
 // One line describing the optimizer and schedule: "sgd (momentum 0.9), lr 0.02 (0.01 × 2
 // ranks), warmup 1 epoch, cosine decay".
 std::string describe_optimization(const TrainingFlags& flags);
+// The run in one line: "2 ranks x 1 thread, batch 64 per rank (128 in all), <optimization>,
+// 6 epochs" (after set_num_threads).
+std::string describe_run(const TrainingFlags& flags);
 
 }  // namespace kolo::examples

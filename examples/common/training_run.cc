@@ -42,6 +42,13 @@ TrainingResult run_training(TrainingRun& run) {
   const bool root = models::is_root();
   const CheckpointDir checkpoints(flags.checkpoint_dir);
   TrainingResult result;
+  fail_together([&] {
+    if (run.train.batches_per_epoch() == 0) {
+      throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                        "each rank's share of the training set is smaller than one batch (--batch-size " +
+                            std::to_string(flags.batch_size) + "): no step to train");
+    }
+  });
   if (flags.resume) {
     result.first_epoch = resume_from_latest(checkpoints, run.net, run.optimizer, run.metadata);
     if (root) {

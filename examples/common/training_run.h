@@ -1,6 +1,6 @@
-// A whole training run around Trainer: resume from the newest checkpoint if asked, then
-// for each epoch train, evaluate, print the epoch line (rank 0), append the CSV row and
-// save a checkpoint; at the end print the summary.
+// A whole training run around Trainer: check that an epoch has a full batch, resume from
+// the newest checkpoint if asked, then for each epoch train, evaluate, print the epoch line
+// (rank 0), append the CSV row and save a checkpoint; at the end print the summary.
 #pragma once
 
 #include <chrono>

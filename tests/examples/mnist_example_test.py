@@ -13,7 +13,8 @@ Cases:
   resume            stopped after epoch 1 and resumed, a 3-epoch run ends with the same
                     checkpoint bytes as an uninterrupted one, and the same CSV rows.
   bad-flags         bad flags fail with a message naming the flag, printed once.
-  missing-data      a missing --data-dir fails at once with one message naming the folder.
+  missing-data      a missing --data-dir fails at once with one message naming the folder;
+                    so does a training set smaller than one batch per rank.
 """
 import argparse
 import csv
@@ -233,6 +234,13 @@ def missing_data(runner, work):
     check(done.returncode != 0, "exit status 0", done.stdout + done.stderr)
     check(done.stderr.count(missing) >= 1 and "dataset-fashion-mnist" in done.stderr,
           "the error names neither the folder nor where Fashion-MNIST comes from", done.stderr)
+    check(done.stderr.count("mnist: error") == 1, "expected exactly one 'mnist: error' line", done.stderr)
+    # Data, but less than one batch per rank: 100 images over 2 ranks, batches of 64.
+    data = os.path.join(work, "data")
+    write_synthetic_mnist(data, train_count=100, test_count=10)
+    done = runner.run(2, "--data-dir", data, "--batch-size", "64", timeout=60)
+    check(done.returncode != 0 and "smaller than one batch (--batch-size 64)" in done.stderr,
+          "a training set without one full batch per rank is not reported", done.stdout + done.stderr)
     check(done.stderr.count("mnist: error") == 1, "expected exactly one 'mnist: error' line", done.stderr)
 
 
