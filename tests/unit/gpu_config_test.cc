@@ -69,3 +69,23 @@ TEST_CASE("GPU tensors get NCCL where the build has it, MPI otherwise, and NCCL 
   CHECK_THROWS_WITH(kolo::resolve_gpu_operations(GpuOperationsSetting::Nccl, false),
                     Contains("KOLO_GPU_OPERATIONS=NCCL") && Contains("no NCCL"));
 }
+
+TEST_CASE("build_info says what the build has, without init() and without a GPU", "[config][gpu]") {
+  const kolo::BuildInfo info = kolo::build_info();
+  CHECK_FALSE(info.version.empty());
+  CHECK_THAT(info.mpi_library, Contains("MPI"));
+  CHECK(info.cuda_devices >= 0);
+  const auto dotted = Catch::Matchers::Matches("[0-9]+\\.[0-9]+(\\.[0-9]+)?");
+  if (info.cuda) {
+    CHECK_THAT(info.cuda_compiled, dotted);
+    CHECK_THAT(info.cuda_runtime, dotted);
+    if (info.cuda_driver != "none") CHECK_THAT(info.cuda_driver, dotted);
+  } else {
+    CHECK(info.cuda_compiled.empty());
+    CHECK_FALSE(info.nccl);
+  }
+  if (info.nccl) {
+    CHECK_THAT(info.nccl_compiled, Catch::Matchers::Matches("[0-9]+\\.[0-9]+\\.[0-9]+"));
+    CHECK_THAT(info.nccl_runtime, Catch::Matchers::Matches("[0-9]+\\.[0-9]+\\.[0-9]+"));
+  }
+}
