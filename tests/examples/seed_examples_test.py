@@ -18,8 +18,9 @@ Cases (cifar10_resnet):
 Cases (synthetic_benchmark):
   bench-format       the MNIST net: Horovod's lines (Model, Batch size, Iter #i ... img/sec per
                      rank, Img/sec per rank: mean +-1.96 std, Total img/sec on 2 rank(s)), printed
-                     once, with the mean, spread and total consistent with the iterations.
-  bench-resnet-fp16  ResNet-18 at 32x32 with --fp16-allreduce runs and reports img/s > 0.
+                     once, with the mean, spread and total consistent with the iterations,
+                     and rank 0's CPU time per image.
+  bench-resnet-fp16  ResNet-18 at 16x16 with --fp16-allreduce runs and reports img/s > 0.
   bench-bad-flags    unknown model, the MNIST net at another size: one clear message.
 """
 import argparse
@@ -170,6 +171,8 @@ def benchmark_figures(out, ranks, iters):
           f"mean +- 1.96 std of {rates} is {expected_mean:.1f} +-{expected_conf:.1f}, printed {mean.group(0)}", out)
     check(abs(float(total.group(1)) - ranks * float(mean.group(1))) <= 0.1 * ranks + 0.05,
           "the total is not ranks x the mean", out)
+    cpu = re.search(r"^CPU time per image on rank 0: ([\d.]+) ms$", out, re.M)
+    check(cpu and float(cpu.group(1)) > 0, "no 'CPU time per image on rank 0: X ms' line", out)
     return rates
 
 
@@ -184,10 +187,10 @@ def bench_format(runner, work):
 
 
 def bench_resnet_fp16(runner, work):
-    out = run_ok(runner, "--model", "resnet18", "--batch-size", "4", "--image-size", "32", "--classes", "10",
+    out = run_ok(runner, "--model", "resnet18", "--batch-size", "4", "--image-size", "16", "--classes", "10",
                  "--num-warmup-batches", "1", "--num-batches-per-iter", "1", "--num-iters", "2", "--threads", "1",
                  "--fp16-allreduce")
-    check("images 3x32x32, 10 classes, fp16 allreduce" in out, "header: input and compression", out)
+    check("images 3x16x16, 10 classes, fp16 allreduce" in out, "header: input and compression", out)
     benchmark_figures(out, 2, 2)
 
 
