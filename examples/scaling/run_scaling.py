@@ -16,7 +16,7 @@ epoch (all ranks together), for --epochs epochs, --threads compute threads per r
 time spent in allreduces. With more than one epoch the first is not timed (start-up).
 
 Output in --out: scaling.csv, scaling.md (the table), scaling.png, and runs/ (each run's
-output, metrics and timeline).
+output, metrics and timeline). --from-csv redoes the table and the plot from a scaling.csv.
 """
 import argparse
 import os
@@ -52,6 +52,9 @@ def parse_args(argv):
     p.add_argument("--build", default=os.path.join(placements.REPO, "build"))
     p.add_argument("--out", default="", help="output folder (default: scaling-MODEL-DATE)")
     p.add_argument("--title", default="")
+    p.add_argument("--from-csv", default="", metavar="CSV",
+                   help="run nothing: compute the speedups, the table and the plot again from an earlier "
+                        "scaling.csv (into --out, default: the CSV's folder)")
     args = p.parse_args(argv)
     try:
         args.ranks = sorted({int(n) for n in args.ranks.split(",")})
@@ -66,7 +69,9 @@ def parse_args(argv):
         if value < 1:
             p.error(f"{name} must be at least 1")
     args.build = os.path.abspath(args.build)
-    args.out = os.path.abspath(args.out or f"scaling-{args.model}-{time.strftime('%Y%m%d-%H%M%S')}")
+    default_out = (os.path.dirname(os.path.abspath(args.from_csv)) if args.from_csv
+                   else f"scaling-{args.model}-{time.strftime('%Y%m%d-%H%M%S')}")
+    args.out = os.path.abspath(args.out or default_out)
     return args
 
 
@@ -75,6 +80,7 @@ class Run:
     epoch_s: float          # training time of one epoch (median over the timed epochs)
     images: float           # per epoch, all ranks
     fused_bytes_per_step: float
+    allreduce_s_per_step: float
     comm_share: float
     load: float             # the machine's 1-minute load average when the run ended
 
@@ -93,8 +99,10 @@ def run_once(args, program, placement, ranks, links, run_dir):
     with open(os.path.join(run_dir, "output.log"), "w") as log:
         log.write("$ " + " ".join(cmd) + "\n")
         log.flush()
-        # Its own process group: a timeout or Ctrl-C ends the launcher and all it started.
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        # Its own process group, so that a timeout or Ctrl-C ends the launcher and all it
+        # started; but the caller's session, whose scheduling priority then applies (Linux
+        # shares the CPU between sessions, "autogroups", before it looks at nice values).
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, process_group=0)
         try:
             code = proc.wait(timeout=args.timeout)
         except BaseException:
@@ -112,9 +120,10 @@ def run_once(args, program, placement, ranks, links, run_dir):
                            f"{run_dir}/output.log:\n{tail}")
     epochs = programs.read_metrics(metrics, args.batch, ranks)
     timed = epochs.train_seconds[1:] or epochs.train_seconds
-    per_step, share = timeline_stats.summarize(timeline, sum(epochs.train_seconds), epochs.steps)
+    per_step, allreduce, share = timeline_stats.summarize(timeline, sum(epochs.train_seconds), epochs.steps)
     return Run(epoch_s=statistics.median(timed), images=epochs.train_seconds[0] * epochs.images_per_s[0],
-               fused_bytes_per_step=per_step, comm_share=share, load=os.getloadavg()[0])
+               fused_bytes_per_step=per_step, allreduce_s_per_step=allreduce, comm_share=share,
+               load=os.getloadavg()[0])
 
 
 def row_of(args, placement, ranks, links, runs):
@@ -124,7 +133,8 @@ def row_of(args, placement, ranks, links, runs):
                       ranks=ranks, nodes=placement.nodes(ranks), model=args.model, batch=args.batch,
                       threads=args.threads, images=round(run.images), epoch_s=run.epoch_s,
                       images_per_s=run.images / run.epoch_s, fused_bytes_per_step=run.fused_bytes_per_step,
-                      comm_share=run.comm_share, runs=len(runs), load=run.load)
+                      allreduce_ms_per_step=1000 * run.allreduce_s_per_step, comm_share=run.comm_share,
+                      runs=len(runs), load=run.load)
 
 
 def run_experiment(args, program, rows):
@@ -157,6 +167,23 @@ def interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def write_results(args, rows):
+    report.add_speedup(rows)
+    os.makedirs(args.out, exist_ok=True)
+    report.write_csv(rows, os.path.join(args.out, "scaling.csv"))
+    text = report.table(rows)
+    with open(os.path.join(args.out, "scaling.md"), "w") as f:
+        f.write(text + "\n")
+    loads = [r.load for r in rows]
+    print(f"\n{text}\n\nload average after the runs: {min(loads):.1f} to {max(loads):.1f} "
+          f"({os.cpu_count()} cores)\n")
+    first = rows[0]
+    title = args.title or (f"{first.model}, batch {first.batch}/rank, {first.threads} thread(s)/rank, "
+                           f"{first.images} images/epoch")
+    report.plot(rows, os.path.join(args.out, "scaling.png"), title, os.cpu_count())
+    print(f"wrote {args.out}/scaling.csv, scaling.md, scaling.png")
+
+
 def main(argv):
     args = parse_args(argv)
     try:
@@ -164,6 +191,9 @@ def main(argv):
     except ImportError:
         sys.exit(f"run_scaling: {sys.executable} has no matplotlib (Debian: apt-get install python3-matplotlib, "
                  "then run with /usr/bin/python3)")
+    if args.from_csv:
+        write_results(args, report.read_csv(args.from_csv))
+        return
     try:
         _, program = programs.program_for(args.model, args.build)
         for name in args.placements:
@@ -186,18 +216,7 @@ def main(argv):
     except KeyboardInterrupt:
         failure = "interrupted"
     if rows:
-        report.add_speedup(rows)
-        report.write_csv(rows, os.path.join(args.out, "scaling.csv"))
-        text = report.table(rows)
-        with open(os.path.join(args.out, "scaling.md"), "w") as f:
-            f.write(text + "\n")
-        loads = [r.load for r in rows]
-        print(f"\n{text}\n\nload average after the runs: {min(loads):.1f} to {max(loads):.1f} "
-              f"({os.cpu_count()} cores)\n")
-        title = args.title or (f"{args.model}, batch {args.batch}/rank, {args.threads} thread(s)/rank, "
-                               f"{args.images} images/epoch")
-        report.plot(rows, os.path.join(args.out, "scaling.png"), title, os.cpu_count())
-        print(f"wrote {args.out}/scaling.csv, scaling.md, scaling.png")
+        write_results(args, rows)
     if failure:
         sys.exit(f"run_scaling: {failure}")
 

@@ -45,8 +45,10 @@ def fused_bytes(events):
 
 
 def summarize(path, train_seconds, steps):
-    """(fused bytes per step, share of the training time spent in allreduces)."""
+    """(fused bytes per step, allreduce seconds per step, share of the training time spent
+    in allreduces)."""
     events = load_events(path)
+    allreduce = allreduce_seconds(events)
     per_step = fused_bytes(events) / steps if steps else 0.0
-    share = allreduce_seconds(events) / train_seconds if train_seconds > 0 else 0.0
-    return per_step, min(share, 1.0)
+    share = allreduce / train_seconds if train_seconds > 0 else 0.0
+    return per_step, allreduce / steps if steps else 0.0, min(share, 1.0)

@@ -32,8 +32,8 @@ done
 hosts=()
 for ((i = 0; i < KOLO_NETNS_HOSTS; i++)); do hosts+=("${KOLO_NETNS_TAG}-node$i"); done
 
-# The bucket must hold at least one GSO super-packet (64 KiB) and about 1 ms of traffic,
-# else tbf throttles far below the rate.
+# The bucket holds about 1 ms of traffic but at least 128 KiB (two 64 KiB GSO packets):
+# a smaller one throttles far below the rate.
 burst_bytes() {
   awk -v r="$1" 'BEGIN { u = tolower(r); v = u + 0; sub(/^[0-9.]+/, "", u);
     m = (u ~ /^g/) ? 1e9 : (u ~ /^m/) ? 1e6 : (u ~ /^k/) ? 1e3 : 1;
