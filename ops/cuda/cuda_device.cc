@@ -9,6 +9,7 @@
 namespace kolo::ops::cuda {
 
 CudaEvent::CudaEvent() {
+  check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
   check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
 }
 
@@ -19,6 +20,10 @@ CudaEvent::~CudaEvent() {
 void CudaEvent::record(cudaStream_t stream) { check_cuda(cudaEventRecord(event_, stream), "cudaEventRecord"); }
 
 bool CudaEvent::query() {
+  // The completion watcher's thread polls here: make the event's device its current one,
+  // so that CUDA never creates a context for it on device 0 of a multi-GPU node.
+  if (int current = -1; cudaGetDevice(&current) == cudaSuccess && current != device_)
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice (event query)");
   const cudaError_t state = cudaEventQuery(event_);
   if (state == cudaErrorNotReady) {
     (void)cudaGetLastError();

@@ -12,6 +12,8 @@
 
 namespace kolo::ops::cuda {
 
+// Queried only by kolo's own threads (the background thread, the completion watcher):
+// query() makes the event's device current on the calling thread.
 class CudaEvent final : public Event {
  public:
   CudaEvent();  // on the current device
@@ -25,6 +27,7 @@ class CudaEvent final : public Event {
 
  private:
   cudaEvent_t event_ = nullptr;
+  int device_ = 0;  // current when it was created
 };
 
 // A new event recorded on `stream` (of the current device).
