@@ -33,24 +33,26 @@ __device__ Slice slice_of(int64_t per_channel) {
   const int64_t slices = gridDim.x, s = blockIdx.x;
   return {per_channel * s / slices, per_channel * (s + 1) / slices};
 }
-__device__ int64_t at(int64_t j, int64_t c, int64_t hw, int64_t ch) { return ((j / hw) * c + ch) * hw + j % hw; }
+__device__ int64_t at(int64_t j, int64_t c, const Divisor& hw, int64_t ch) {
+  return (hw.div(j) * c + ch) * hw.d + hw.mod(j);
+}
 
-__global__ void partial_sums_kernel(int64_t n, int64_t c, int64_t hw, const float* x, double* partial) {
+__global__ void partial_sums_kernel(int64_t n, int64_t c, Divisor hw, const float* x, double* partial) {
   __shared__ double shared[kReduceThreads];
   const int64_t ch = blockIdx.y;
-  const Slice r = slice_of(n * hw);
+  const Slice r = slice_of(n * hw.d);
   double sum = 0;
   for (int64_t j = r.begin + threadIdx.x; j < r.end; j += kReduceThreads) sum += x[at(j, c, hw, ch)];
   sum = block_sum(sum, shared);
   if (threadIdx.x == 0) partial[ch * gridDim.x + blockIdx.x] = sum;
 }
 
-__global__ void partial_centered_squares_kernel(int64_t n, int64_t c, int64_t hw, const float* x, const double* mean,
+__global__ void partial_centered_squares_kernel(int64_t n, int64_t c, Divisor hw, const float* x, const double* mean,
                                                 double* partial) {
   __shared__ double shared[kReduceThreads];
   const int64_t ch = blockIdx.y;
   const double m = mean[ch];
-  const Slice r = slice_of(n * hw);
+  const Slice r = slice_of(n * hw.d);
   double sq = 0;
   for (int64_t j = r.begin + threadIdx.x; j < r.end; j += kReduceThreads) {
     const double d = double(x[at(j, c, hw, ch)]) - m;
@@ -60,12 +62,12 @@ __global__ void partial_centered_squares_kernel(int64_t n, int64_t c, int64_t hw
   if (threadIdx.x == 0) partial[ch * gridDim.x + blockIdx.x] = sq;
 }
 
-__global__ void partial_grad_sums_kernel(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
+__global__ void partial_grad_sums_kernel(int64_t n, int64_t c, Divisor hw, const float* x, const float* dy,
                                          const float* mean, double* partial_dy, double* partial_dy_xc) {
   __shared__ double shared[kReduceThreads];
   const int64_t ch = blockIdx.y;
   const double m = mean[ch];
-  const Slice r = slice_of(n * hw);
+  const Slice r = slice_of(n * hw.d);
   double s = 0, sx = 0;
   for (int64_t j = r.begin + threadIdx.x; j < r.end; j += kReduceThreads) {
     const int64_t i = at(j, c, hw, ch);
@@ -112,10 +114,10 @@ __global__ void inference_stats_kernel(int64_t c, const float* running_mean, con
   inv_std[ch] = static_cast<float>(1.0 / sqrt(double(running_var[ch]) + eps));
 }
 
-__global__ void apply_kernel(int64_t total, int64_t c, int64_t hw, const float* x, const float* mean,
+__global__ void apply_kernel(int64_t total, Divisor c, Divisor hw, const float* x, const float* mean,
                              const float* inv_std, const float* gamma, const float* beta, float* y) {
   KOLO_GRID_LOOP(i, total) {
-    const int64_t ch = (i / hw) % c;
+    const int64_t ch = c.mod(hw.div(i));
     const float scale = inv_std[ch] * gamma[ch];
     const float shift = beta[ch] - mean[ch] * scale;
     y[i] = x[i] * scale + shift;
@@ -132,11 +134,11 @@ __global__ void param_grads_kernel(int64_t c, const double* sum_dy, const double
   dgamma[ch] += static_cast<float>(xhat_sum);
 }
 
-__global__ void backward_input_kernel(int64_t total, int64_t c, int64_t hw, const float* x, const float* dy,
+__global__ void backward_input_kernel(int64_t total, Divisor c, Divisor hw, const float* x, const float* dy,
                                       const float* mean, const float* inv_std, const float* gamma,
                                       const double* sum_dy, const double* sum_dy_xhat, double count, float* dx) {
   KOLO_GRID_LOOP(i, total) {
-    const int64_t ch = (i / hw) % c;
+    const int64_t ch = c.mod(hw.div(i));
     const float istd = inv_std[ch];
     const float k = gamma[ch] * istd;
     const float mean_dy = static_cast<float>(sum_dy[ch] / count);
@@ -158,21 +160,22 @@ int channel_slices(int64_t n, int64_t c, int64_t hw) {
 
 void channel_partial_sums(cudaStream_t s, int64_t n, int64_t c, int64_t hw, int slices, const float* x,
                           double* partial) {
-  partial_sums_kernel<<<dim3(slices, static_cast<unsigned>(c)), kReduceThreads, 0, s>>>(n, c, hw, x, partial);
+  partial_sums_kernel<<<dim3(slices, static_cast<unsigned>(c)), kReduceThreads, 0, s>>>(n, c, Divisor(hw, n * hw), x,
+                                                                                        partial);
   KOLO_CHECK_LAUNCH();
 }
 
 void channel_partial_centered_squares(cudaStream_t s, int64_t n, int64_t c, int64_t hw, int slices, const float* x,
                                       const double* mean, double* partial) {
-  partial_centered_squares_kernel<<<dim3(slices, static_cast<unsigned>(c)), kReduceThreads, 0, s>>>(n, c, hw, x, mean,
-                                                                                                    partial);
+  partial_centered_squares_kernel<<<dim3(slices, static_cast<unsigned>(c)), kReduceThreads, 0, s>>>(
+      n, c, Divisor(hw, n * hw), x, mean, partial);
   KOLO_CHECK_LAUNCH();
 }
 
 void channel_partial_grad_sums(cudaStream_t s, int64_t n, int64_t c, int64_t hw, int slices, const float* x,
                                const float* dy, const float* mean, double* partial_dy, double* partial_dy_xc) {
   partial_grad_sums_kernel<<<dim3(slices, static_cast<unsigned>(c)), kReduceThreads, 0, s>>>(
-      n, c, hw, x, dy, mean, partial_dy, partial_dy_xc);
+      n, c, Divisor(hw, n * hw), x, dy, mean, partial_dy, partial_dy_xc);
   KOLO_CHECK_LAUNCH();
 }
 
@@ -200,7 +203,8 @@ void batchnorm_apply(cudaStream_t s, int64_t n, int64_t c, int64_t hw, const flo
                      const float* inv_std, const float* gamma, const float* beta, float* y) {
   const int64_t total = n * c * hw;
   if (total == 0) return;
-  apply_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, c, hw, x, mean, inv_std, gamma, beta, y);
+  apply_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, Divisor(c, n * c), Divisor(hw, total), x, mean, inv_std,
+                                                      gamma, beta, y);
   KOLO_CHECK_LAUNCH();
 }
 
@@ -215,8 +219,8 @@ void batchnorm_backward_input(cudaStream_t s, int64_t n, int64_t c, int64_t hw, 
                               const double* sum_dy_xhat, double count, float* dx) {
   const int64_t total = n * c * hw;
   if (total == 0) return;
-  backward_input_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, c, hw, x, dy, mean, inv_std, gamma, sum_dy,
-                                                               sum_dy_xhat, count, dx);
+  backward_input_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, Divisor(c, n * c), Divisor(hw, total), x, dy,
+                                                               mean, inv_std, gamma, sum_dy, sum_dy_xhat, count, dx);
   KOLO_CHECK_LAUNCH();
 }
 

@@ -27,8 +27,8 @@ __global__ void scale_kernel(int64_t n, float* x, float f) {
 __global__ void add_doubles_kernel(int64_t n, const double* src, float* dst) {
   KOLO_GRID_LOOP(i, n) dst[i] += static_cast<float>(src[i]);
 }
-__global__ void add_channel_bias_kernel(int64_t total, int64_t c, int64_t hw, float* y, const float* b) {
-  KOLO_GRID_LOOP(i, total) y[i] += b[(i / hw) % c];
+__global__ void add_channel_bias_kernel(int64_t total, Divisor hw, Divisor c, float* y, const float* b) {
+  KOLO_GRID_LOOP(i, total) y[i] += b[c.mod(hw.div(i))];
 }
 
 // One warp per plane; lanes sum in double, then a shuffle tree.
@@ -42,8 +42,8 @@ __global__ void global_avg_pool_forward_kernel(int64_t planes, int64_t hw, const
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
   if (lane == 0) y[warp] = static_cast<float>(sum / double(hw));
 }
-__global__ void global_avg_pool_backward_kernel(int64_t total, int64_t hw, const float* dy, float* dx) {
-  KOLO_GRID_LOOP(i, total) dx[i] = dy[i / hw] / static_cast<float>(hw);
+__global__ void global_avg_pool_backward_kernel(int64_t total, Divisor hw, const float* dy, float* dx) {
+  KOLO_GRID_LOOP(i, total) dx[i] = dy[hw.div(i)] / static_cast<float>(hw.d);
 }
 
 __global__ void zero_pad_forward_kernel(int64_t total, int64_t h, int64_t w, int64_t pad, const float* x, float* y) {
@@ -122,7 +122,8 @@ void add_doubles(cudaStream_t s, int64_t count, const double* src, float* dst) {
 void add_channel_bias(cudaStream_t s, int64_t n, int64_t c, int64_t hw, float* y, const float* b) {
   const int64_t total = n * c * hw;
   if (total == 0) return;
-  add_channel_bias_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, c, hw, y, b);
+  add_channel_bias_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, Divisor(hw, total), Divisor(c, total / hw),
+                                                                  y, b);
   KOLO_CHECK_LAUNCH();
 }
 void global_avg_pool_forward(cudaStream_t s, int64_t planes, int64_t hw, const float* x, float* y) {
@@ -135,7 +136,7 @@ void global_avg_pool_forward(cudaStream_t s, int64_t planes, int64_t hw, const f
 void global_avg_pool_backward(cudaStream_t s, int64_t planes, int64_t hw, const float* dy, float* dx) {
   const int64_t total = planes * hw;
   if (total == 0) return;
-  global_avg_pool_backward_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, hw, dy, dx);
+  global_avg_pool_backward_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, Divisor(hw, total), dy, dx);
   KOLO_CHECK_LAUNCH();
 }
 void zero_pad_forward(cudaStream_t s, int64_t planes, int64_t h, int64_t w, int64_t pad, const float* x, float* y) {

@@ -19,6 +19,19 @@ inline unsigned blocks_for(int64_t count, int threads = kThreads) {
   return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, 65536));
 }
 
+// i / d and i % d for a divisor fixed per launch, in 32 bits when every dividend fits (as
+// it does below 2^32 elements): a 64-bit division costs tens of instructions per element,
+// more than the memory access of the kernels that need one.
+struct Divisor {
+  Divisor(int64_t divisor, int64_t max_dividend)
+      : d(divisor), d32(static_cast<uint32_t>(divisor)), narrow(max_dividend <= int64_t{UINT32_MAX}) {}
+  __device__ int64_t div(int64_t i) const { return narrow ? int64_t(uint32_t(i) / d32) : i / d; }
+  __device__ int64_t mod(int64_t i) const { return narrow ? int64_t(uint32_t(i) % d32) : i % d; }
+  int64_t d;
+  uint32_t d32;
+  bool narrow;
+};
+
 }  // namespace kolo::models::cuda::kernels
 
 // for (i = this thread's first element; i < count; i += all threads)

@@ -105,8 +105,11 @@ double train_step_error(const std::string& name, int64_t batch, int64_t size, in
 TEST_CASE("whole nets take the same training step on the GPU as on the CPU", "[gpu][nets]") {
   StrictFloat32 strict;
   CHECK(train_step_error("mnist_convnet", 4, 28, 1) < 1e-4);
-  CHECK(train_step_error("resnet18", 2, 32, 3) < 1e-3);
-  CHECK(train_step_error("resnet50v2", 2, 32, 3) < 1e-3);
+  // 64×64 and 4 images: the last stage's batch norms see 16 values per channel, not 2
+  // (with 2 their gradients are ill-conditioned, and the CPU's and GPU's different
+  // summation orders would grow through them).
+  CHECK(train_step_error("resnet18", 4, 64, 3) < 1e-3);
+  CHECK(train_step_error("resnet50v2", 4, 64, 3) < 1e-3);
 }
 
 TEST_CASE("GPU layers refuse mixed devices and paths they do not have, with clear errors", "[gpu][errors]") {
