@@ -5,15 +5,17 @@ CSV, prints a table and draws the plots (epoch time and speedup against ideal, e
   examples/scaling/run_scaling.py --ranks 1,2,4                      # this machine
   examples/scaling/run_scaling.py --ranks 1,2,4 --placements netns --links none,10gbit,1gbit
   examples/scaling/run_scaling.py --ranks 2,4 --placements local,slurm --epochs 3 --out results/
+  examples/scaling/run_scaling.py --ranks 1,2 --model resnet18 --batch 16 --steps 10
 
 Placements (placements.py): local (kolorun on this machine), netns (namespace hosts with
 veth links, shaped per --links), slurm (a SLURM cluster, salloc + kolorun). The clusters
 are made by tools/cluster/ for the experiment and removed after it (root needed).
 
-Each run trains --model with --batch images per rank per step, on --images images per
-epoch (all ranks together), for --epochs epochs, --threads compute threads per rank; rank
-0's metrics CSV gives the epoch times, its KOLO_TIMELINE the fused bytes per step and the
-time spent in allreduces. With more than one epoch the first is not timed (start-up).
+Each run trains --model with --batch images per rank per step and --threads compute
+threads per rank (programs.py): mnist_convnet with examples/mnist on --images images per
+epoch shared by the ranks, for --epochs epochs (the first of several is not timed); the
+ResNets with examples/synthetic_benchmark for --steps steps on every rank. Rank 0's
+KOLO_TIMELINE gives the fused bytes per step and the time spent in allreduces.
 
 Output in --out: scaling.csv, scaling.md (the table), scaling.png, and runs/ (each run's
 output, metrics and timeline). --from-csv redoes the table and the plot from a scaling.csv.
@@ -21,7 +23,6 @@ output, metrics and timeline). --from-csv redoes the table and the plot from a s
 import argparse
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -36,7 +37,9 @@ import timeline_stats  # noqa: E402
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="mnist_convnet")
+    p.add_argument("--model", default="mnist_convnet", help="mnist_convnet, resnet18, resnet50, ...")
+    p.add_argument("--program", default="auto", choices=["auto", *programs.PROGRAMS],
+                   help="the training program (auto: mnist for mnist_convnet, else synthetic_benchmark)")
     p.add_argument("--ranks", default="1,2,4", help="rank counts, comma-separated")
     p.add_argument("--placements", default="local", help="local, netns, slurm (comma-separated)")
     p.add_argument("--links", default="none",
@@ -44,8 +47,11 @@ def parse_args(argv):
     p.add_argument("--delay", default="", help="netns one-way link delay, e.g. 100us (needs sch_netem)")
     p.add_argument("--hosts", type=int, default=2, help="namespace hosts / SLURM nodes")
     p.add_argument("--batch", type=int, default=64, help="images per rank per step")
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--images", type=int, default=8192, help="training images per epoch, all ranks together")
+    p.add_argument("--epochs", type=int, default=2, help="mnist: epochs per run")
+    p.add_argument("--images", type=int, default=8192, help="mnist: training images per epoch, all ranks together")
+    p.add_argument("--steps", type=int, default=20, help="synthetic_benchmark: timed steps per run")
+    p.add_argument("--warmup-steps", type=int, default=3, help="synthetic_benchmark: untimed steps first")
+    p.add_argument("--image-size", type=int, default=32, help="synthetic_benchmark: ResNet input size")
     p.add_argument("--threads", type=int, default=1, help="compute threads per rank")
     p.add_argument("--repeat", type=int, default=1, help="runs per configuration (the median is kept)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds one run may take")
@@ -65,7 +71,8 @@ def parse_args(argv):
     args.placements = [x for x in args.placements.split(",") if x]
     args.links = [x for x in args.links.split(",") if x]
     for name, value in (("--hosts", args.hosts), ("--batch", args.batch), ("--epochs", args.epochs),
-                        ("--images", args.images), ("--threads", args.threads), ("--repeat", args.repeat)):
+                        ("--images", args.images), ("--threads", args.threads), ("--repeat", args.repeat),
+                        ("--steps", args.steps), ("--image-size", args.image_size)):
         if value < 1:
             p.error(f"{name} must be at least 1")
     args.build = os.path.abspath(args.build)
@@ -91,8 +98,7 @@ def run_once(args, program, placement, ranks, links, run_dir):
     for stale in (metrics, timeline):
         if os.path.exists(stale):
             os.remove(stale)
-    argv = programs.arguments(program, args.build, ranks=ranks, batch=args.batch, epochs=args.epochs,
-                              images=args.images, threads=args.threads, metrics_csv=metrics)
+    argv = program.arguments(args.build, args, ranks, metrics)
     cmd, extra_env = placement.command(ranks, argv)
     env = dict(os.environ, KOLO_TIMELINE=timeline, **extra_env)
     env.pop("SLURM_JOB_ID", None)  # a harness started inside an allocation still places by itself
@@ -113,17 +119,16 @@ def run_once(args, program, placement, ranks, links, run_dir):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
             raise
+    with open(os.path.join(run_dir, "output.log")) as f:
+        output = f.read()
     if code != 0:
-        with open(os.path.join(run_dir, "output.log")) as f:
-            tail = "".join(f.readlines()[-15:])
+        tail = "".join(output.splitlines(keepends=True)[-15:])
         raise RuntimeError(f"{placement.name} np {ranks} ({links} links) exited with {code}; last lines of "
                            f"{run_dir}/output.log:\n{tail}")
-    epochs = programs.read_metrics(metrics, args.batch, ranks)
-    timed = epochs.train_seconds[1:] or epochs.train_seconds
-    per_step, allreduce, share = timeline_stats.summarize(timeline, sum(epochs.train_seconds), epochs.steps)
-    return Run(epoch_s=statistics.median(timed), images=epochs.train_seconds[0] * epochs.images_per_s[0],
-               fused_bytes_per_step=per_step, allreduce_s_per_step=allreduce, comm_share=share,
-               load=os.getloadavg()[0])
+    measured = program.read(output, metrics, args, ranks)
+    per_step, allreduce, share = timeline_stats.summarize(timeline, measured.train_seconds, measured.steps)
+    return Run(epoch_s=measured.epoch_s, images=measured.images, fused_bytes_per_step=per_step,
+               allreduce_s_per_step=allreduce, comm_share=share, load=os.getloadavg()[0])
 
 
 def row_of(args, placement, ranks, links, runs):
@@ -195,7 +200,7 @@ def main(argv):
         write_results(args, report.read_csv(args.from_csv))
         return
     try:
-        _, program = programs.program_for(args.model, args.build)
+        program = programs.choose(args.program, args.model, args.build)
         for name in args.placements:
             placements.make(name, args.build, args.hosts, 1)
     except ValueError as e:
@@ -203,9 +208,10 @@ def main(argv):
     # SIGTERM ends the experiment like Ctrl-C: runs are stopped, clusters torn down.
     signal.signal(signal.SIGTERM, interrupt)
     os.makedirs(args.out, exist_ok=True)
-    print(f"scaling {args.model}: ranks {args.ranks}, placements {args.placements}, batch {args.batch}/rank, "
-          f"{args.images} images/epoch, {args.epochs} epochs, {args.threads} thread(s)/rank -> {args.out}",
-          flush=True)
+    amount = (f"{args.images} images/epoch, {args.epochs} epochs" if program.name == "mnist"
+              else f"{args.steps} timed steps")
+    print(f"scaling {args.model} ({program.name}): ranks {args.ranks}, placements {args.placements}, "
+          f"batch {args.batch}/rank, {amount}, {args.threads} thread(s)/rank -> {args.out}", flush=True)
     rows, failure = [], None
     try:
         run_experiment(args, program, rows)
