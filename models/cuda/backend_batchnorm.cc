@@ -49,25 +49,33 @@ void CudaBackend::batchnorm_apply(int64_t n, int64_t c, int64_t hw, const float*
   kernels::batchnorm_apply(context_.stream(), n, c, hw, x, mean, inv_std, gamma, beta, y);
 }
 
-void CudaBackend::batchnorm_grad_sums(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
-                                      const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
-  DeviceGuard on(context_.index());
+std::shared_ptr<void> CudaBackend::grad_sums(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
+                                             const float* mean, const float* inv_std, float* dgamma, float* dbeta) {
   const int slices = kernels::channel_slices(n, c, hw);
   const auto C = static_cast<std::size_t>(c);
   auto partial = doubles(2 * C * static_cast<std::size_t>(slices));
-  auto sums = doubles(3 * C);  // Σdy | Σdy·(x - mean) | Σdy·xhat
+  auto sums = doubles(3 * C);
   double* p = as_doubles(partial);
   double* s = as_doubles(sums);
-  kernels::channel_partial_grad_sums(context_.stream(), n, c, hw, slices, x, dy, mean, p, p + C * slices);
-  kernels::reduce_partials(context_.stream(), c, slices, p, 1.0, s);
-  kernels::reduce_partials(context_.stream(), c, slices, p + C * slices, 1.0, s + C);
-  // The parameter-gradient kernel also forms Σdy·xhat; here it adds into a scratch pair.
+  cudaStream_t stream = context_.stream();
+  kernels::channel_partial_grad_sums(stream, n, c, hw, slices, x, dy, mean, p, p + C * slices);
+  kernels::reduce_partials(stream, c, slices, p, 1.0, s);
+  kernels::reduce_partials(stream, c, slices, p + C * slices, 1.0, s + C);
+  kernels::batchnorm_param_grads(stream, c, s, s + C, inv_std, dgamma, dbeta, s + 2 * C);
+  return sums;
+}
+
+void CudaBackend::batchnorm_grad_sums(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
+                                      const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
+  DeviceGuard on(context_.index());
+  const auto C = static_cast<std::size_t>(c);
+  // The parameter gradients are the layer's business here: they go to a zeroed scratch.
   auto scratch = context_.allocate(2 * C * sizeof(float));
   float* zero = static_cast<float*>(scratch.get());
   kernels::fill(context_.stream(), 2 * c, zero, 0.0f);
-  kernels::batchnorm_param_grads(context_.stream(), c, s, s + C, inv_std, zero, zero + C, s + 2 * C);
-  context_.copy_to_host(sum_dy, s, C * sizeof(double));
-  context_.copy_to_host(sum_dy_xhat, s + 2 * C, C * sizeof(double));
+  auto sums = grad_sums(n, c, hw, x, dy, mean, inv_std, zero, zero + C);
+  context_.copy_to_host(sum_dy, sums.get(), C * sizeof(double));
+  context_.copy_to_host(sum_dy_xhat, as_doubles(sums) + 2 * C, C * sizeof(double));
 }
 
 void CudaBackend::batchnorm_backward_input(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
@@ -113,18 +121,10 @@ void CudaBackend::batchnorm_backward_training(int64_t n, int64_t c, int64_t hw, 
                                               const float* mean, const float* inv_std, const float* gamma,
                                               float* dgamma, float* dbeta, float* dx) {
   DeviceGuard on(context_.index());
-  const int slices = kernels::channel_slices(n, c, hw);
-  const auto C = static_cast<std::size_t>(c);
-  auto partial = doubles(2 * C * static_cast<std::size_t>(slices));
-  auto sums = doubles(3 * C);  // Σdy | Σdy·(x - mean) | Σdy·xhat
-  double* p = as_doubles(partial);
-  double* s = as_doubles(sums);
-  cudaStream_t stream = context_.stream();
-  kernels::channel_partial_grad_sums(stream, n, c, hw, slices, x, dy, mean, p, p + C * slices);
-  kernels::reduce_partials(stream, c, slices, p, 1.0, s);
-  kernels::reduce_partials(stream, c, slices, p + C * slices, 1.0, s + C);
-  kernels::batchnorm_param_grads(stream, c, s, s + C, inv_std, dgamma, dbeta, s + 2 * C);
-  kernels::batchnorm_backward_input(stream, n, c, hw, x, dy, mean, inv_std, gamma, s, s + 2 * C, double(n * hw), dx);
+  auto sums = grad_sums(n, c, hw, x, dy, mean, inv_std, dgamma, dbeta);
+  const double* s = as_doubles(sums);
+  kernels::batchnorm_backward_input(context_.stream(), n, c, hw, x, dy, mean, inv_std, gamma, s, s + 2 * c,
+                                    double(n * hw), dx);
 }
 
 }  // namespace kolo::models::cuda

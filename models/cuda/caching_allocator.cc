@@ -163,22 +163,21 @@ void CachingAllocator::release_to_pool(Block* block) {
   Pool& pool = pool_of(block->small);
   auto is_free = [](const Block* b) { return b && !b->allocated && b->pending_events == 0; };
   // The lower block absorbs the higher one, so a segment's head block never changes.
+  auto absorb = [](Block* lower, Block* higher) {
+    lower->size += higher->size;
+    lower->next = higher->next;
+    if (higher->next) higher->next->prev = lower;
+    delete higher;
+  };
   if (is_free(block->prev)) {
     Block* prev = block->prev;
     pool.erase(prev);
-    prev->size += block->size;
-    prev->next = block->next;
-    if (block->next) block->next->prev = prev;
-    delete block;
+    absorb(prev, block);
     block = prev;
   }
   if (is_free(block->next)) {
-    Block* next = block->next;
-    pool.erase(next);
-    block->size += next->size;
-    block->next = next->next;
-    if (next->next) next->next->prev = block;
-    delete next;
+    pool.erase(block->next);
+    absorb(block, block->next);
   }
   pool.insert(block);
 }

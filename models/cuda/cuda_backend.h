@@ -90,6 +90,10 @@ class CudaBackend final : public Backend {
   std::shared_ptr<void> doubles(std::size_t count) { return context_.allocate(count * sizeof(double)); }
   // out[ch] += Σ of channel ch of (n, c, hw) data, summed in double (bias gradients).
   void add_channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, float* out);
+  // Batch norm's backward sums on the device, as 3·c doubles: Σdy | Σdy·(x - mean) |
+  // Σdy·xhat; dgamma += Σdy·xhat and dbeta += Σdy on the way.
+  std::shared_ptr<void> grad_sums(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,
+                                  const float* mean, const float* inv_std, float* dgamma, float* dbeta);
 
   DeviceContext& context_;
   ConvAlgorithmCache algorithms_;
