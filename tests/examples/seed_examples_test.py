@@ -11,7 +11,8 @@ Cases (cifar10_resnet):
                      memorises the random labels), img/s > 0, the summary and the epoch table.
   cifar-file         a tiny CIFAR-10-format folder this script writes (1 label byte + 3,072
                      pixel bytes per record): the header names it and its sizes, 4 steps per
-                     epoch, val_acc reported, --steps-per-epoch cuts an epoch short.
+                     epoch, val_acc reported; the archive's parent folder works too, and
+                     --steps-per-epoch cuts an epoch short.
   cifar-bad-data     missing folder, empty folder, no test_batch.bin, a truncated file, a bad
                      label: each fails with one message naming the folder or file and the problem.
   cifar-bad-flags    unknown model, --steps-per-epoch with --train-limit: one clear message.
@@ -108,7 +109,8 @@ def cifar_synthetic(runner, work):
 
 
 def cifar_file(runner, work):
-    folder = os.path.join(work, "cifar")
+    parent = os.path.join(work, "cifar")
+    folder = os.path.join(parent, "cifar-10-batches-bin")  # as the archive unpacks
     os.makedirs(folder)
     write_cifar_file(os.path.join(folder, "data_batch_1.bin"), 64, seed=1)
     write_cifar_file(os.path.join(folder, "test_batch.bin"), 20, seed=2)
@@ -123,7 +125,9 @@ def cifar_file(runner, work):
     check(len(rows) == 2 and all(r.group(6) is not None for r in rows), "the table has no val_acc column", out)
     check(rows[1].group(6) == lines[1].group(6), "the table's val_acc differs from the epoch line's", out)
 
-    out = run_ok(runner, *SMALL, "--data-dir", folder, "--epochs", "1", "--steps-per-epoch", "2")
+    # The archive's parent folder works too; --steps-per-epoch cuts the epoch.
+    out = run_ok(runner, *SMALL, "--data-dir", parent, "--epochs", "1", "--steps-per-epoch", "2")
+    check(f"cifar10_resnet: {folder} (1 training file" in out, "the parent folder was not looked into", out)
     lines = epoch_lines(out)
     check(len(lines) == 1 and lines[0].group(3) == "2", "--steps-per-epoch 2: expected one epoch of 2 steps", out)
 
