@@ -34,25 +34,22 @@ struct CifarFlags {
   std::string data_dir;  // empty: synthetic
   std::string model = "resnet50v2";
   int64_t image_size = 128;
-  int64_t train_limit = 0, test_limit = 0, steps_per_epoch = 0;
+  DataLimits limits;  // synthetic data: how many images to make
+  int64_t steps_per_epoch = 0;
   bool no_augment = false;
 };
 
 void add_cifar_flags(CLI::App& app, CifarFlags& f) {
   app.add_option("--data-dir", f.data_dir,
                  "folder with CIFAR-10's binary files (data_batch_1..5.bin, test_batch.bin); "
-                 "none: synthetic data of the same shape");
+                 "none: synthetic data of the same shape, 50,000 + 10,000 images or --train-limit/--test-limit");
   app.add_option("--model", f.model)->check(CLI::IsMember(kModels))->capture_default_str();
   app.add_option("--image-size", f.image_size, "images are resized (bilinear) to this height and width")
       ->check(kPositive)->capture_default_str();
-  CLI::Option* limit = app.add_option("--train-limit", f.train_limit,
-                                      "train on the first N images only (0: all; synthetic: make N images)")
-                           ->check(kNonNegative);
-  app.add_option("--test-limit", f.test_limit, "evaluate on the first N test images only (0: all)")
-      ->check(kNonNegative);
+  add_data_limit_flags(app, f.limits);
   app.add_option("--steps-per-epoch", f.steps_per_epoch,
                  "epochs of N steps, on the first N x batch x ranks training images")
-      ->check(kPositive)->excludes(limit);
+      ->check(kPositive)->excludes("--train-limit");
   app.add_flag("--no-augment", f.no_augment, "no random flip and crop");
 }
 
@@ -75,10 +72,7 @@ void print_header(const CifarData& data, const CifarFlags& cifar, const Training
               with_thousands(net.parameter_count()).c_str(), static_cast<long long>(cifar.image_size),
               static_cast<long long>(cifar.image_size), cifar.image_size == 32 ? "" : " (resized from 32x32)",
               cifar.no_augment ? "none" : "random flip, random crop (padding 4)");
-  std::printf("%s x %s, batch %lld per rank (%lld in all), %s, %s\n", count_of(kolo::size(), "rank").c_str(),
-              count_of(models::num_threads(), "thread").c_str(), static_cast<long long>(flags.batch_size),
-              static_cast<long long>(flags.batch_size * kolo::size()), describe_optimization(flags).c_str(),
-              count_of(static_cast<double>(flags.epochs), "epoch").c_str());
+  std::printf("%s\n", describe_run(flags).c_str());
   std::fflush(stdout);
 }
 
@@ -100,20 +94,14 @@ int train_cifar10(int argc, char** argv) {
   models::set_num_threads(threads_per_rank(flags));
   const bool root = models::is_root();
 
-  if (cifar.steps_per_epoch > 0) cifar.train_limit = cifar.steps_per_epoch * flags.batch_size * kolo::size();
+  if (cifar.steps_per_epoch > 0) cifar.limits.train = cifar.steps_per_epoch * flags.batch_size * kolo::size();
   CifarData data;
-  fail_together([&] { data = load_cifar10_or_synthetic(cifar.data_dir, cifar.train_limit, cifar.test_limit, flags.seed); });
+  fail_together([&] {
+    data = load_cifar10_or_synthetic(cifar.data_dir, cifar.limits.train, cifar.limits.test, flags.seed);
+  });
   models::DistributedSampler sampler(data.train.count, kolo::rank(), kolo::size(), /*shuffle=*/true, flags.seed);
   models::DataLoader train_loader(data.train, sampler, loader_options(cifar, flags, !cifar.no_augment));
   Evaluator evaluator(data.test, loader_options(cifar, flags, /*augment=*/false));
-  fail_together([&] {
-    if (train_loader.batches_per_epoch() == 0) {
-      throw kolo::Error(kolo::StatusCode::InvalidArgument,
-                        "each rank's share of the " + std::to_string(data.train.count) +
-                            " training images is smaller than one batch (--batch-size " +
-                            std::to_string(flags.batch_size) + ")");
-    }
-  });
 
   std::unique_ptr<models::Net> net;
   fail_together([&] { net = models::make_net(cifar.model, data.train.classes); });
