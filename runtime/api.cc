@@ -57,7 +57,7 @@ void attach_gpu(TensorEntry& entry) {
   entry.handle->gpu = std::move(gpu);
 }
 
-Handle submit(TensorEntry entry) {
+Handle submit(TensorEntry&& entry) {
   auto state = std::make_shared<detail::HandleState>();
   entry.handle = state;
   try {
@@ -116,32 +116,22 @@ TensorEntry allreduce_entry(const std::string& name, const TensorView& input, co
 // ---- Handle -----------------------------------------------------------------------------
 
 bool Handle::ready() const {
-  return !state_ || state_->done.load(std::memory_order_acquire);
+  return !state_ || state_->is_done();
+}
+
+void detail::note_caller_waits() {
+  if (g_runtime) g_runtime->caller_waits();
 }
 
 namespace {
 
-// Most operations finish within microseconds of the caller starting to wait, so poll
-// briefly (yielding the core to the background thread) before sleeping on the condition.
-bool poll_briefly(const detail::HandleState& state) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-  while (!state.done.load(std::memory_order_acquire)) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::yield();
+// Sleeps at once rather than polling: with a core per rank (mpirun's default binding) a
+// polling caller would take the core from the background thread that completes it.
+Status wait_until(detail::HandleState& state, std::optional<std::chrono::steady_clock::time_point> deadline) {
+  if (!state.is_done()) {
+    detail::note_caller_waits();
+    if (!state.wait_until(deadline)) return Status(StatusCode::Pending, "kolo: operation still running");
   }
-  return true;
-}
-
-template <typename WaitFn>
-Status wait_with(detail::HandleState& state, WaitFn&& sleep) {
-  if (!poll_briefly(state)) {
-    std::unique_lock<std::mutex> lock(state.mutex);
-    ++state.waiters;
-    const bool done = sleep(lock);
-    --state.waiters;
-    if (!done) return Status(StatusCode::Pending, "kolo: operation still running");
-  }
-  std::lock_guard<std::mutex> lock(state.mutex);
   return state.status;
 }
 
@@ -149,29 +139,22 @@ Status wait_with(detail::HandleState& state, WaitFn&& sleep) {
 
 Status Handle::wait() const {
   if (!state_) return Status(StatusCode::InvalidArgument, "kolo: wait() on an empty handle");
-  return wait_with(*state_, [this](std::unique_lock<std::mutex>& lock) {
-    state_->done_cv.wait(lock, [this] { return state_->done.load(); });
-    return true;
-  });
+  return wait_until(*state_, std::nullopt);
 }
 
 Status Handle::wait_for(std::chrono::milliseconds timeout) const {
   if (!state_) return Status(StatusCode::InvalidArgument, "kolo: wait_for() on an empty handle");
-  return wait_with(*state_, [&](std::unique_lock<std::mutex>& lock) {
-    return state_->done_cv.wait_for(lock, timeout, [this] { return state_->done.load(); });
-  });
+  return wait_until(*state_, std::chrono::steady_clock::now() + timeout);
 }
 
 TensorView Handle::output() const {
-  if (!state_) return {};
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_ || !state_->is_done()) return {};
   return state_->output;
 }
 
 const std::vector<int64_t>& Handle::received_splits() const {
   static const std::vector<int64_t> none;
-  if (!state_) return none;
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_ || !state_->is_done()) return none;
   return state_->received_splits;
 }
 

@@ -18,6 +18,7 @@ void set_cuda_stream(void* cuda_stream) { t_cuda_stream = cuda_stream; }
 Status Handle::wait_on_stream(void* cuda_stream) const {
   if (!state_) return Status(StatusCode::InvalidArgument, "kolo: wait_on_stream() on an empty handle");
   if (!state_->gpu) return wait();
+  detail::note_caller_waits();
   std::shared_ptr<ops::Event> done = state_->gpu->wait_published(*state_);
   if (!done) return wait();  // completed without reaching the device: its status says why
   try {

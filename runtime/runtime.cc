@@ -61,7 +61,7 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
       owns_mpi_(owns_mpi), cache_(0) {
   agree_on_settings(config_, context_->comm());
   cache_ = ResponseCache(config_.cache_capacity);
-  waiting_on_bits_.assign(static_cast<std::size_t>(config_.cache_capacity), nullptr);
+  bit_entries_.resize(static_cast<std::size_t>(config_.cache_capacity));
   waiting_bits_.assign((static_cast<std::size_t>(config_.cache_capacity) + 63) / 64, 0);
   ops::MpiOptions options;
   options.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
@@ -97,14 +97,17 @@ Runtime::~Runtime() {
   }
 }
 
+// `enqueued` is only for the timeline: a clock read per tensor is a cost worth skipping.
 Status Runtime::submit(std::vector<TensorEntry> entries) {
-  const auto now = Clock::now();
-  for (TensorEntry& e : entries) e.enqueued = now;
+  if (timeline_.enabled()) {
+    const auto now = Clock::now();
+    for (TensorEntry& e : entries) e.enqueued = now;
+  }
   return queue_.push(std::move(entries));
 }
 
-Status Runtime::submit(TensorEntry entry) {
-  entry.enqueued = Clock::now();
+Status Runtime::submit(TensorEntry&& entry) {
+  if (timeline_.enabled()) entry.enqueued = Clock::now();
   return queue_.push(std::move(entry));
 }
 
@@ -135,7 +138,7 @@ void Runtime::loop() {
       if (!cycle()) break;
       // With work of its own still waiting, a rank goes straight into the next cycle: the
       // cycle's allreduce paces it to the other ranks. Idle, it sleeps a cycle time.
-      if (in_flight_.empty()) queue_.wait_for_work(start + cycle_time - Clock::now());
+      if (!has_pending()) queue_.wait_for_work(start + cycle_time - Clock::now());
     }
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what());
@@ -160,21 +163,40 @@ void Runtime::fail_everything(const Status& status) {
     return Status(status.code(), status.message() + " (tensor '" + e.request.name + "' did not run)");
   };
   for (TensorEntry& e : queued) e.handle->complete(did_not_run(e));
+  for (auto& entry : bit_entries_)
+    if (entry) finish({&*entry}, did_not_run(*entry));
   while (!in_flight_.empty()) {
     TensorEntry& e = in_flight_.begin()->second;
-    finish(e, did_not_run(e));
+    finish({&e}, did_not_run(e));
   }
   if (join_handle) join_handle->complete(status);
 }
 
-void Runtime::finish(TensorEntry& entry, Status status) {
-  const std::string name = entry.request.name;
-  std::shared_ptr<detail::HandleState> handle = std::move(entry.handle);
-  in_flight_.erase(name);  // before complete(): a waiter may resubmit the name at once
-  handle->complete(std::move(status));
+bool Runtime::has_pending() const {
+  return !in_flight_.empty() ||
+         std::any_of(waiting_bits_.begin(), waiting_bits_.end(), [](uint64_t word) { return word != 0; });
 }
 
-void Runtime::accept(std::vector<TensorEntry> entries) {
+std::shared_ptr<detail::HandleState> Runtime::release(TensorEntry& entry) {
+  std::shared_ptr<detail::HandleState> handle = std::move(entry.handle);
+  if (entry.bit_slot >= 0) bit_entries_[static_cast<std::size_t>(entry.bit_slot)].reset();
+  else in_flight_.erase(entry.request.name);
+  return handle;
+}
+
+// The callers first, the bookkeeping after: a resubmitted name is only looked at by this
+// thread's next accept().
+void Runtime::finish(const std::vector<TensorEntry*>& entries, const Status& status) {
+  for (TensorEntry* e : entries)
+    if (e != nullptr) e->handle->mark_done(status);
+  // Woken only once all are done: a caller waiting on them in turn then sleeps once.
+  for (TensorEntry* e : entries)
+    if (e != nullptr) e->handle->wake_sleepers();
+  for (TensorEntry* e : entries)
+    if (e != nullptr) release(*e);
+}
+
+void Runtime::accept(std::vector<TensorEntry>& entries) {
   const auto now = Clock::now();
   std::size_t i = 0;
   while (i < entries.size()) {
@@ -183,7 +205,15 @@ void Runtime::accept(std::vector<TensorEntry> entries) {
     if (!entries[i].request.group.empty())
       while (end < entries.size() && entries[end].request.group == entries[i].request.group) ++end;
 
-    if (const std::string clash = name_in_flight(entries, i, end); !clash.empty()) {
+    std::vector<std::optional<uint32_t>>& slots = incoming_slots_;
+    slots.clear();
+    bool all_hit = cache_.capacity() > 0;
+    for (std::size_t k = i; k < end; ++k) {
+      const Request& request = entries[k].request;
+      slots.push_back(cache_.find(request.name));
+      if (!slots.back() || !cacheable(request.type) || !(cache_.at(*slots.back()) == request)) all_hit = false;
+    }
+    if (const std::string clash = name_in_flight(entries, i, end, slots); !clash.empty()) {
       for (std::size_t k = i; k < end; ++k)
         entries[k].handle->complete(Status(StatusCode::InvalidArgument,
                                            "kolo: tensor name '" + clash +
@@ -191,58 +221,58 @@ void Runtime::accept(std::vector<TensorEntry> entries) {
       i = end;
       continue;
     }
-    bool all_hit = cache_.capacity() > 0;
-    std::vector<std::optional<uint32_t>> found(end - i);
     for (std::size_t k = i; k < end; ++k) {
-      const Request& request = entries[k].request;
-      found[k - i] = cache_.find(request.name);
-      if (!found[k - i] || !(cache_.at(*found[k - i]) == request) || !cacheable(request.type))
-        all_hit = false;
-    }
-    for (std::size_t k = i; k < end; ++k) {
-      std::string name = entries[k].request.name;
-      TensorEntry& e = in_flight_.emplace(name, std::move(entries[k])).first->second;
+      const std::optional<uint32_t> slot = slots[k - i];
       if (all_hit) {
+        TensorEntry& e = bit_entries_[*slot].emplace(std::move(entries[k]));
         e.reported = now;
-        set_waiting(*found[k - i], &e);
+        e.bit_slot = static_cast<int32_t>(*slot);
+        set_waiting(*slot, true);
       } else {
         // The other ranks may be waiting on this name's bit: make them send it by name.
-        if (found[k - i]) invalidations_to_send_.push_back(*found[k - i]);
-        to_send_.push_back(std::move(name));
+        if (slot) invalidations_to_send_.push_back(*slot);
+        to_send_.push_back(entries[k].request.name);
+        in_flight_.emplace(entries[k].request.name, std::move(entries[k]));
       }
     }
     i = end;
   }
 }
 
-std::string Runtime::name_in_flight(const std::vector<TensorEntry>& entries, std::size_t begin,
-                                    std::size_t end) const {
+// `slots`: the names' response-cache slots, if any.
+std::string Runtime::name_in_flight(const std::vector<TensorEntry>& entries, std::size_t begin, std::size_t end,
+                                    const std::vector<std::optional<uint32_t>>& slots) const {
   for (std::size_t k = begin; k < end; ++k) {
     const std::string& name = entries[k].request.name;
-    if (in_flight_.count(name)) return name;
+    if (const auto slot = slots[k - begin]; slot && bit_entries_[*slot]) return name;
+    if (!in_flight_.empty() && in_flight_.count(name)) return name;
     for (std::size_t j = begin; j < k; ++j)
       if (entries[j].request.name == name) return name;
   }
   return "";
 }
 
-void Runtime::set_waiting(uint32_t slot, TensorEntry* entry) {
-  waiting_on_bits_[slot] = entry;
+void Runtime::set_waiting(uint32_t slot, bool waiting) {
   const uint64_t bit = uint64_t{1} << (slot % 64);
-  if (entry) waiting_bits_[slot / 64] |= bit;
+  if (waiting) waiting_bits_[slot / 64] |= bit;
   else waiting_bits_[slot / 64] &= ~bit;
 }
 
+// The slot's entry, if one waits on it, goes to the named path.
 void Runtime::invalidate(uint32_t slot) {
   cache_.erase(slot);
-  if (TensorEntry* entry = waiting_on_bits_[slot]) {
+  if (std::optional<TensorEntry>& entry = bit_entries_[slot]) {
+    set_waiting(slot, false);
+    entry->bit_slot = -1;
     to_send_.push_back(entry->request.name);
-    set_waiting(slot, nullptr);
+    in_flight_.emplace(entry->request.name, std::move(*entry));
+    entry.reset();
   }
 }
 
 bool Runtime::cycle() {
-  accept(queue_.pop_all());
+  queue_.take_all(incoming_);
+  accept(incoming_);
 
   bool joined;
   {
@@ -289,8 +319,9 @@ bool Runtime::cycle() {
     for (; ready; ready &= ready - 1) {
       const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(ready));
       cache_.touch(slot);
-      TensorEntry* entry = waiting_on_bits_[slot];  // null where this rank has joined
-      set_waiting(slot, nullptr);
+      std::optional<TensorEntry>& waiting = bit_entries_[slot];
+      TensorEntry* entry = waiting ? &*waiting : nullptr;  // null where this rank has joined
+      set_waiting(slot, false);
       const Request& params = cache_.at(slot);
       const std::size_t index = cached.add(params, params.name);
       if (index == cached_entries.size()) cached_entries.emplace_back();
@@ -409,8 +440,7 @@ void Runtime::run(const std::vector<Response>& responses,
       defer(entries[i], std::move(done));
       continue;
     }
-    for (TensorEntry* e : entries[i])
-      if (e != nullptr) finish(*e, status);
+    finish(entries[i], status);
   }
 }
 
@@ -420,8 +450,7 @@ void Runtime::defer(const std::vector<TensorEntry*>& entries, std::shared_ptr<op
   std::vector<std::shared_ptr<detail::HandleState>> handles;
   for (TensorEntry* e : entries) {
     if (e == nullptr) continue;
-    std::shared_ptr<detail::HandleState> handle = std::move(e->handle);
-    in_flight_.erase(e->request.name);
+    std::shared_ptr<detail::HandleState> handle = release(*e);
     if (handle->gpu) handle->gpu->publish(done);
     handles.push_back(std::move(handle));
   }

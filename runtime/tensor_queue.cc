@@ -1,35 +1,22 @@
 #include "tensor_queue.h"
 
-#include <thread>
-
 namespace kolo {
 
-void detail::HandleState::complete(Status s) {
-  bool wake;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    status = std::move(s);
-    done.store(true, std::memory_order_release);
-    wake = waiters > 0;
-  }
-  if (wake) done_cv.notify_all();
-}
-
+// A push never wakes the background thread: it picks entries up at its next cycle (at
+// most a cycle time away), or at once when a caller starts waiting (caller_waits()).
+// Waking it per burst would cost a context switch in the middle of the burst, on the
+// core the submitting thread shares with it under mpirun's default binding.
 template <typename Add>
 Status TensorQueue::push_with(Add&& add) {
-  bool wake;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_) return *closed_;
-    add();
-    wake = sleeping_;
-  }
-  pushes_.fetch_add(1, std::memory_order_relaxed);
-  if (wake) cv_.notify_one();  // only then: a futex call per tensor would cost more than the rest
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) return *closed_;
+  add();
+  ++pushes_;
+  caller_waiting_ = false;
   return Status::OK();
 }
 
-Status TensorQueue::push(TensorEntry entry) {
+Status TensorQueue::push(TensorEntry&& entry) {
   return push_with([&] { entries_.push_back(std::move(entry)); });
 }
 
@@ -39,11 +26,10 @@ Status TensorQueue::push(std::vector<TensorEntry> entries) {
   });
 }
 
-std::vector<TensorEntry> TensorQueue::pop_all() {
+void TensorQueue::take_all(std::vector<TensorEntry>& into) {
+  into.clear();
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<TensorEntry> out;
-  out.swap(entries_);
-  return out;
+  into.swap(entries_);
 }
 
 std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
@@ -60,34 +46,31 @@ std::optional<Status> TensorQueue::closed() const {
 }
 
 void TensorQueue::wait_for_work(std::chrono::duration<double> timeout) {
-  bool has_work;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    sleeping_ = true;
-    cv_.wait_for(lock, timeout, [this] { return !entries_.empty() || woken_; });
-    sleeping_ = false;
-    woken_ = false;
-    has_work = !entries_.empty();
-  }
-  if (has_work) settle();
+  std::unique_lock<std::mutex> lock(mutex_);
+  sleeping_ = true;
+  cv_.wait_for(lock, timeout, [this] { return woken_ || (caller_waiting_ && !entries_.empty()); });
+  sleeping_ = false;
+  const bool woken = woken_;
+  woken_ = false;
+  if (!woken && !entries_.empty()) settle(lock);
 }
 
 // A step submits its gradients in bursts (many small tensors microseconds apart). Taking
-// a burst in one cycle costs far less than one cycle per tensor, so after the first
-// entry wait while more keep coming: until none arrived for a few microseconds.
-void TensorQueue::settle() {
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::microseconds(200);
-  auto quiet_until = clock::now() + std::chrono::microseconds(5);
-  uint64_t seen = pushes_.load(std::memory_order_relaxed);
-  for (auto now = clock::now(); now < deadline && now < quiet_until; now = clock::now()) {
-    std::this_thread::yield();
-    const uint64_t pushes = pushes_.load(std::memory_order_relaxed);
-    if (pushes != seen) {
-      seen = pushes;
-      quiet_until = clock::now() + std::chrono::microseconds(5);
-    }
+// a burst in one cycle costs far less than one cycle per tensor, so when the cycle time
+// finds a burst under way, wait (asleep: the submitting thread may need this core) until
+// a caller waits on a handle or no entry arrived for a while.
+void TensorQueue::settle(std::unique_lock<std::mutex>& lock) {
+  constexpr auto kQuiet = std::chrono::microseconds(20);
+  constexpr auto kLongest = std::chrono::microseconds(500);
+  const auto give_up = std::chrono::steady_clock::now() + kLongest;
+  settling_ = true;
+  for (uint64_t seen = pushes_ - 1; pushes_ != seen;) {
+    seen = pushes_;
+    const auto until = std::min(std::chrono::steady_clock::now() + kQuiet, give_up);
+    if (cv_.wait_until(lock, until, [this] { return caller_waiting_ || woken_ || closed_; })) break;
+    if (std::chrono::steady_clock::now() >= give_up) break;
   }
+  settling_ = false;
 }
 
 void TensorQueue::wake() {
@@ -96,6 +79,16 @@ void TensorQueue::wake() {
     woken_ = true;
   }
   cv_.notify_one();
+}
+
+void TensorQueue::caller_waits() {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    caller_waiting_ = true;
+    wake = settling_ || (sleeping_ && !entries_.empty());
+  }
+  if (wake) cv_.notify_one();
 }
 
 }  // namespace kolo
