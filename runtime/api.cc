@@ -78,12 +78,8 @@ TensorEntry make_entry(const std::string& name, OpType type, const TensorView& i
   return e;
 }
 
-// Returns an error message if the allreduce arguments are unusable, else "".
-std::string check_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-                            const AllreduceOptions& options) {
-  if (name.empty()) return "kolo: a tensor name must not be empty";
-  if (auto e = check_view(name, input, "input"); !e.empty()) return e;
-  if (auto e = check_view(name, output, "output"); !e.empty()) return e;
+// An allreduce's separate output must match its input.
+std::string check_same_layout(const std::string& name, const TensorView& input, const TensorView& output) {
   if (input.dtype != output.dtype)
     return "kolo: allreduce of '" + name + "': input is " + dtype_name(input.dtype) + " but output is " + dtype_name(output.dtype);
   if (input.num_elements() != output.num_elements())
@@ -91,6 +87,18 @@ std::string check_allreduce(const std::string& name, const TensorView& input, co
            " elements but output has " + std::to_string(output.num_elements());
   if (input.device != output.device)
     return "kolo: allreduce of '" + name + "': input and output are on different devices";
+  return "";
+}
+
+// Returns an error message if the allreduce arguments are unusable, else "".
+std::string check_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                            const AllreduceOptions& options) {
+  if (name.empty()) return "kolo: a tensor name must not be empty";
+  if (auto e = check_view(name, input, "input"); !e.empty()) return e;
+  if (&output != &input) {  // in place (the common case): nothing more to compare
+    if (auto e = check_view(name, output, "output"); !e.empty()) return e;
+    if (auto e = check_same_layout(name, input, output); !e.empty()) return e;
+  }
   if (options.compression != Compression::None && !is_floating_point(input.dtype))
     return "kolo: allreduce of '" + name + "': " + compression_name(options.compression) +
            " compression needs a floating-point dtype, not " + dtype_name(input.dtype);

@@ -323,7 +323,8 @@ bool Runtime::cycle() {
       TensorEntry* entry = waiting ? &*waiting : nullptr;  // null where this rank has joined
       set_waiting(slot, false);
       const Request& params = cache_.at(slot);
-      const std::size_t index = cached.add(params, params.name);
+      // The name only serves the timeline: a copy per tensor is worth skipping without it.
+      const std::size_t index = cached.add(params, timeline_.enabled() ? params.name : std::string());
       if (index == cached_entries.size()) cached_entries.emplace_back();
       cached_entries[index].push_back(entry);
     }
