@@ -24,6 +24,13 @@ LaunchCommand build_command(const LaunchOptions& options, const std::vector<Host
              : build_mpirun_command(options, hosts, context);
 }
 
+bool should_set_yield_when_idle(const LaunchOptions& options, const Environment& env) {
+  if (find_variable(env, "OMPI_MCA_mpi_yield_when_idle")) return false;
+  for (const std::string& arg : options.mpi_args)
+    if (arg.find("mpi_yield_when_idle") != std::string::npos) return false;
+  return true;
+}
+
 std::vector<std::string> rank_command(const LaunchOptions& options, const LaunchContext& context) {
   std::vector<std::string> argv = {context.kolorun_path, kRankExecFlag};
   argv.insert(argv.end(), options.command.begin(), options.command.end());

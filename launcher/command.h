@@ -47,6 +47,12 @@ LaunchCommand build_srun_command(const LaunchOptions& options,
 // The rank shim and the program: what mpirun/srun start on every rank.
 std::vector<std::string> rank_command(const LaunchOptions& options, const LaunchContext& context);
 
+// Whether Open MPI should yield the core while a rank waits: unless the user set
+// mpi_yield_when_idle already (in the environment or in --mpi-args). A kolo rank has two
+// busy threads (the compute thread and the background thread in blocking MPI calls); with
+// MPI spinning, the waiting one takes the core the other needs (docs/perf.md, scaling).
+bool should_set_yield_when_idle(const LaunchOptions& options, const Environment& env);
+
 // One line a POSIX shell runs as the same command: `env -u X A=1 mpirun ...` when the
 // environment changes, words quoted only where needed.
 std::string format_command(const LaunchCommand& command);

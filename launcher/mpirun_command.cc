@@ -27,6 +27,8 @@ LaunchCommand build_mpirun_command(const LaunchOptions& o, const std::vector<Hos
   argv.insert(argv.end(), {"-bind-to", "none", "-map-by", "slot"});
   // Without hosts, mpirun's slots are this machine's cores.
   if (hosts.empty() && o.num_ranks > context.local_cores) argv.push_back("--oversubscribe");
+  if (should_set_yield_when_idle(o, context.environment))
+    argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});  // command.h says why
   if (!o.network_interface.empty()) {
     argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", o.network_interface});
     argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", o.network_interface});

@@ -18,6 +18,8 @@ LaunchCommand build_srun_command(const LaunchOptions& o, const std::vector<HostS
   // srun exports its whole environment to the tasks (--export=ALL is the default), so
   // the variables go into its environment rather than onto its command line.
   command.set = variables_from_flags(o);
+  if (should_set_yield_when_idle(o, context.environment))
+    command.set.push_back({"OMPI_MCA_mpi_yield_when_idle", "1"});  // command.h says why
   if (!o.network_interface.empty()) {
     command.set.push_back({"OMPI_MCA_btl_tcp_if_include", o.network_interface});
     command.set.push_back({"OMPI_MCA_oob_tcp_if_include", o.network_interface});

@@ -53,13 +53,31 @@ Words concat(Words a, const Words& b) {
 TEST_CASE("mpirun as horovodrun runs it: tagged output, slots filled in order, no binding",
           "[command]") {
   const LaunchCommand c = build_mpirun_command(options_for(2), {}, machine());
-  CHECK(c.argv == concat({"mpirun", "--tag-output", "-np", "2", "-bind-to", "none", "-map-by", "slot"},
+  CHECK(c.argv == concat({"mpirun", "--tag-output", "-np", "2", "-bind-to", "none", "-map-by", "slot", "--mca",
+                          "mpi_yield_when_idle", "1"},
                          kRanks));
   CHECK(c.set.empty());
   CHECK(c.unset.empty());
   CHECK(format_command(c) ==
-        "mpirun --tag-output -np 2 -bind-to none -map-by slot /opt/kolo/bin/kolorun --rank-exec "
-        "train --epochs 1");
+        "mpirun --tag-output -np 2 -bind-to none -map-by slot --mca mpi_yield_when_idle 1 "
+        "/opt/kolo/bin/kolorun --rank-exec train --epochs 1");
+}
+
+TEST_CASE("MPI yields the core while a rank waits, unless the user chose otherwise", "[command]") {
+  LaunchOptions o = options_for(2);
+  const Words yield = {"--mca", "mpi_yield_when_idle", "1"};
+  CHECK(has_piece(build_mpirun_command(o, {}, machine()).argv, yield));
+  // Set twice on mpirun's command line is an error in Open MPI: the user's setting wins.
+  CHECK_FALSE(has_piece(build_mpirun_command(o, {}, machine({"OMPI_MCA_mpi_yield_when_idle=0"})).argv, yield));
+  o.mpi_args = {"--mca", "mpi_yield_when_idle", "0"};
+  const LaunchCommand c = build_mpirun_command(o, {}, machine());
+  CHECK_FALSE(has_piece(c.argv, yield));
+  CHECK(has_piece(c.argv, {"--mca", "mpi_yield_when_idle", "0"}));
+  // srun passes it in the environment, which its tasks inherit.
+  o = options_for(2);
+  o.launcher = LauncherChoice::Srun;
+  const std::vector<EnvVar> set = build_command(o, {}, machine({"SLURM_JOB_ID=42"})).set;
+  CHECK(std::find(set.begin(), set.end(), EnvVar{"OMPI_MCA_mpi_yield_when_idle", "1"}) != set.end());
 }
 
 TEST_CASE("as root mpirun gets --allow-run-as-root and the OMPI_ALLOW_RUN_AS_ROOT variables",
@@ -149,7 +167,7 @@ TEST_CASE("every KOLO_, HOROVOD_ and NCCL_ variable present is forwarded with -x
                                          "HOROVOD_FUSION_THRESHOLD=1024", "KOLOX=1", "MY_KOLO_A=1",
                                          "HOROVOD_=1"});
   const LaunchCommand c = build_mpirun_command(options_for(2), {}, context);
-  CHECK(has_piece(c.argv, {"slot", "-x", "HOROVOD_FUSION_THRESHOLD", "-x", "KOLO_CYCLE_TIME", "-x",
+  CHECK(has_piece(c.argv, {"mpi_yield_when_idle", "1", "-x", "HOROVOD_FUSION_THRESHOLD", "-x", "KOLO_CYCLE_TIME", "-x",
                            "NCCL_DEBUG", "/opt/kolo/bin/kolorun"}));
   CHECK(std::count(c.argv.begin(), c.argv.end(), "-x") == 3);
 }
@@ -185,6 +203,7 @@ TEST_CASE("inside a SLURM allocation srun starts the ranks through PMIx", "[comm
   CHECK(c.argv == concat({"srun", "--mpi=pmix", "-n", "4", "--label", "--kill-on-bad-exit=1"}, kRanks));
   CHECK(c.set == std::vector<EnvVar>{{"KOLO_FUSION_THRESHOLD", "1048576"},
                                      {"NCCL_SOCKET_IFNAME", "eth0"},
+                                     {"OMPI_MCA_mpi_yield_when_idle", "1"},
                                      {"OMPI_MCA_btl_tcp_if_include", "eth0"},
                                      {"OMPI_MCA_oob_tcp_if_include", "eth0"}});
 }

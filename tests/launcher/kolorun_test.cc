@@ -68,7 +68,7 @@ TEST_CASE("kolorun --dry-run prints the mpirun command, shell-quoted, and starts
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
   CHECK_THAT(r.out, Contains("mpirun "));
-  CHECK_THAT(r.out, Contains(" --tag-output -np 2 -bind-to none -map-by slot "));
+  CHECK_THAT(r.out, Contains(" --tag-output -np 2 -bind-to none -map-by slot --mca mpi_yield_when_idle 1 "));
   CHECK_THAT(r.out, Contains(" -x KOLO_TEST_FORWARDED "));
   CHECK_THAT(r.out, Contains(" -x KOLO_FUSION_THRESHOLD=2097152 "));
   CHECK_THAT(r.out, EndsWith(std::string(" ") + KOLORUN + " --rank-exec " + RANK_PROGRAM +
@@ -87,7 +87,7 @@ TEST_CASE("kolorun --dry-run in a SLURM allocation prints srun with the variable
   const Outcome r = run(kolorun({"-np", "3", "--dry-run", "--cycle-time-ms", "3", RANK_PROGRAM, "env"}),
                         test_environment({"SLURM_JOB_ID=77", path}));
   CHECK(r.exit_code == 0);
-  CHECK(r.out == std::string("env KOLO_CYCLE_TIME=3 srun --mpi=pmix -n 3 --label --kill-on-bad-exit=1 ") +
+  CHECK(r.out == std::string("env KOLO_CYCLE_TIME=3 OMPI_MCA_mpi_yield_when_idle=1 srun --mpi=pmix -n 3 --label --kill-on-bad-exit=1 ") +
                      KOLORUN + " --rank-exec " + RANK_PROGRAM + " env\n");
 }
 
