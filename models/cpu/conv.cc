@@ -48,11 +48,47 @@ const std::vector<int32_t>& tap_offsets(const ConvShape& s) {
   return cache.emplace(key, std::move(offsets)).first->second;
 }
 
+// For a stride-1 convolution with output rows at least this wide, im2col and col2im work
+// row by row: each (tap, output row) is one contiguous run of the input row plus zeros at
+// the edges, which the compiler vectorises. Narrower rows (ResNet's 4×4 and smaller late
+// maps) and strided convolutions use the per-pixel offset table instead.
+constexpr int64_t kMinRowWidth = 8;
+
+bool by_rows(const ConvShape& s) { return s.stride == 1 && s.out_width() >= kMinRowWidth; }
+
+// Output columns q of tap column k whose input pixel q - padding + k lies inside a row.
+std::pair<int64_t, int64_t> inside_columns(const ConvShape& s, int64_t k) {
+  const int64_t lo = std::max<int64_t>(0, s.padding - k);
+  const int64_t hi = std::min<int64_t>(s.out_width(), s.width + s.padding - k);
+  return {lo, std::max(lo, hi)};
+}
+
 // Column matrix of one image, channels [c0, c1): row (c, r, k), columns
 // [offset, offset + P*Q) of a row-major matrix with `ld` columns.
 void im2col(const ConvShape& s, const float* x, int64_t c0, int64_t c1, float* col, int64_t ld,
             int64_t offset) {
-  const int64_t PQ = s.out_height() * s.out_width(), taps = s.kernel * s.kernel;
+  const int64_t P = s.out_height(), Q = s.out_width(), PQ = P * Q, K = s.kernel, taps = K * K;
+  if (by_rows(s)) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const float* plane = x + c * s.height * s.width;
+      for (int64_t r = 0; r < K; ++r)
+        for (int64_t k = 0; k < K; ++k) {
+          float* out = col + (c * taps + r * K + k) * ld + offset;
+          const auto [lo, hi] = inside_columns(s, k);
+          for (int64_t p = 0; p < P; ++p, out += Q) {
+            const int64_t ih = p - s.padding + r;
+            if (ih < 0 || ih >= s.height) {
+              std::fill(out, out + Q, 0.0f);
+              continue;
+            }
+            std::fill(out, out + lo, 0.0f);
+            std::copy(plane + ih * s.width + lo - s.padding + k, plane + ih * s.width + hi - s.padding + k, out + lo);
+            std::fill(out + hi, out + Q, 0.0f);
+          }
+        }
+    }
+    return;
+  }
   const int32_t* offsets = tap_offsets(s).data();
   for (int64_t c = c0; c < c1; ++c) {
     const float* plane = x + c * s.height * s.width;
@@ -65,11 +101,30 @@ void im2col(const ConvShape& s, const float* x, int64_t c0, int64_t c1, float* c
 }
 
 // The adjoint of im2col: overwrites channels [c0, c1) of the image gradient with the
-// column matrix's contributions.
+// column matrix's contributions (added tap by tap in the same order on both paths).
 void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, int64_t c0, int64_t c1,
             float* dx) {
-  const int64_t PQ = s.out_height() * s.out_width(), taps = s.kernel * s.kernel;
+  const int64_t P = s.out_height(), Q = s.out_width(), PQ = P * Q, K = s.kernel, taps = K * K;
   const int64_t HW = s.height * s.width;
+  if (by_rows(s)) {
+    for (int64_t c = c0; c < c1; ++c) {
+      float* plane = dx + c * HW;
+      std::fill(plane, plane + HW, 0.0f);
+      for (int64_t r = 0; r < K; ++r)
+        for (int64_t k = 0; k < K; ++k) {
+          const float* in = col + (c * taps + r * K + k) * ld + offset;
+          const auto [lo, hi] = inside_columns(s, k);
+          for (int64_t p = 0; p < P; ++p, in += Q) {
+            const int64_t ih = p - s.padding + r;
+            if (ih < 0 || ih >= s.height) continue;
+            float* row = plane + ih * s.width;
+            const int64_t shift = k - s.padding;
+            for (int64_t q = lo; q < hi; ++q) row[q + shift] += in[q];
+          }
+        }
+    }
+    return;
+  }
   const int32_t* offsets = tap_offsets(s).data();
   for (int64_t c = c0; c < c1; ++c) {
     float* plane = dx + c * HW;
