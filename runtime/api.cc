@@ -38,43 +38,37 @@ std::string check_view(const std::string& name, const TensorView& view, const ch
   return "";
 }
 
-Request make_request(const std::string& name, OpType type, const TensorView& input) {
-  Request r;
-  r.name = name;
-  r.type = type;
-  r.dtype = input.dtype;
-  r.device = input.device;
-  r.shape = input.shape;
-  return r;
-}
-
 // A GPU tensor's handle carries the event that says it is ready: recorded now, on the
 // calling thread's stream, so that the collective waits for its producer on the device.
 void attach_gpu(TensorEntry& entry) {
   if (entry.request.device.is_cpu()) return;
   auto gpu = std::make_shared<detail::GpuState>();
   gpu->ready = runtime().devices().record_ready(entry.request.device);
-  entry.handle->gpu = std::move(gpu);
+  entry.handle.gpu = std::move(gpu);
 }
 
-Handle submit(TensorEntry&& entry) {
-  auto state = std::make_shared<detail::HandleState>();
-  entry.handle = state;
+Handle submit(EntryPtr entry) {
   try {
-    attach_gpu(entry);
+    attach_gpu(*entry);
   } catch (const Error& e) {
-    return failed(StatusCode::InvalidArgument, "kolo: tensor '" + entry.request.name + "': " + e.what());
+    return failed(StatusCode::InvalidArgument, "kolo: tensor '" + entry->request.name + "': " + e.what());
   }
+  Handle handle(handle_of(entry));
   if (Status status = runtime().submit(std::move(entry)); !status.ok())
     return failed(status.code(), status.message());
-  return Handle(std::move(state));
+  return handle;
 }
 
-TensorEntry make_entry(const std::string& name, OpType type, const TensorView& input, void* output) {
-  TensorEntry e;
-  e.request = make_request(name, type, input);
-  e.input = input.data;
-  e.output = output;
+EntryPtr make_entry(const std::string& name, OpType type, const TensorView& input, void* output) {
+  auto e = std::make_shared<TensorEntry>();
+  Request& r = e->request;
+  r.name = name;
+  r.type = type;
+  r.dtype = input.dtype;
+  r.device = input.device;
+  r.shape.assign(input.shape);
+  e->input = input.data;
+  e->output = output;
   return e;
 }
 
@@ -109,13 +103,13 @@ std::string check_allreduce(const std::string& name, const TensorView& input, co
   return "";
 }
 
-TensorEntry allreduce_entry(const std::string& name, const TensorView& input, const TensorView& output,
-                            const AllreduceOptions& options) {
-  TensorEntry e = make_entry(name, OpType::Allreduce, input, output.data);
-  e.request.op = options.op;
-  e.request.prescale = options.prescale;
-  e.request.postscale = options.postscale;
-  e.request.compression = options.compression;
+EntryPtr allreduce_entry(const std::string& name, const TensorView& input, const TensorView& output,
+                         const AllreduceOptions& options) {
+  EntryPtr e = make_entry(name, OpType::Allreduce, input, output.data);
+  e->request.op = options.op;
+  e->request.prescale = options.prescale;
+  e->request.postscale = options.postscale;
+  e->request.compression = options.compression;
   return e;
 }
 
@@ -269,21 +263,20 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
   };
   if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size())
     return all_failed("kolo: grouped allreduce needs as many names, inputs and outputs (and at least one)");
-  std::vector<TensorEntry> entries;
+  std::vector<EntryPtr> entries;
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (auto e = check_allreduce(names[i], inputs[i], outputs[i], options); !e.empty()) return all_failed(e);
     entries.push_back(allreduce_entry(names[i], inputs[i], outputs[i], options));
-    entries.back().request.group = names.front();
-    entries.back().request.group_size = static_cast<int32_t>(names.size());
-    entries.back().handle = std::make_shared<detail::HandleState>();
+    entries.back()->request.group = names.front();
+    entries.back()->request.group_size = static_cast<int32_t>(names.size());
     try {
-      attach_gpu(entries.back());
+      attach_gpu(*entries.back());
     } catch (const Error& e) {
       return all_failed("kolo: tensor '" + names[i] + "': " + e.what());
     }
   }
   std::vector<Handle> handles;
-  for (const TensorEntry& e : entries) handles.emplace_back(e.handle);
+  for (const EntryPtr& e : entries) handles.emplace_back(handle_of(e));
   Status status = runtime().submit(std::move(entries));
   if (!status.ok()) return all_failed(status.message());
   return handles;
@@ -303,8 +296,8 @@ Handle broadcast_async(const std::string& name, const TensorView& buffer, int ro
   if (root < 0 || root >= size())
     return failed(StatusCode::InvalidArgument, "kolo: broadcast of '" + name + "': root " + std::to_string(root) +
                                                    " is not a rank (size " + std::to_string(size()) + ")");
-  TensorEntry e = make_entry(name, OpType::Broadcast, buffer, buffer.data);
-  e.request.root = root;
+  EntryPtr e = make_entry(name, OpType::Broadcast, buffer, buffer.data);
+  e->request.root = root;
   return submit(std::move(e));
 }
 
@@ -326,8 +319,8 @@ Handle alltoall_async(const std::string& name, const TensorView& input, const st
   if (static_cast<int>(s.size()) != size() || total != rows)
     return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "': splits must be " + std::to_string(size()) +
                                                    " non-negative row counts that add up to " + std::to_string(rows));
-  TensorEntry e = make_entry(name, OpType::Alltoall, input, nullptr);
-  e.splits = std::move(s);
+  EntryPtr e = make_entry(name, OpType::Alltoall, input, nullptr);
+  e->splits = std::move(s);
   return submit(std::move(e));
 }
 
@@ -339,8 +332,8 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, Red
   if (op == ReduceOp::Average && !is_floating_point(input.dtype))
     return failed(StatusCode::InvalidArgument, "kolo: reducescatter of '" + name + "': average needs a floating-point dtype, not " +
                                                    dtype_name(input.dtype));
-  TensorEntry e = make_entry(name, OpType::Reducescatter, input, nullptr);
-  e.request.op = op;
+  EntryPtr e = make_entry(name, OpType::Reducescatter, input, nullptr);
+  e->request.op = op;
   return submit(std::move(e));
 }
 
@@ -354,10 +347,10 @@ void broadcast(const std::string& name, const TensorView& buffer, int root) {
 
 void barrier() {
   runtime();
-  TensorEntry e;
-  e.request.name = "kolo.barrier";
-  e.request.type = OpType::Barrier;
-  e.request.shape = {0};
+  auto e = std::make_shared<TensorEntry>();
+  e->request.name = "kolo.barrier";
+  e->request.type = OpType::Barrier;
+  e->request.shape = {0};
   submit(std::move(e)).wait().throw_if_error();
 }
 

@@ -9,7 +9,7 @@
 namespace kolo {
 namespace {
 
-int64_t row_elements(const std::vector<int64_t>& shape) {
+int64_t row_elements(const Shape& shape) {
   int64_t n = 1;
   for (std::size_t i = 1; i < shape.size(); ++i) n *= shape[i];
   return n;
@@ -54,7 +54,7 @@ void Executor::mark(const char* phase, const std::vector<TensorEntry*>& entries,
 }
 
 void* Executor::allocate_output(TensorEntry& entry, std::vector<int64_t> shape, Path& path) {
-  detail::HandleState& h = *entry.handle;
+  detail::HandleState& h = entry.handle;
   TensorView& out = h.output;
   out.dtype = entry.request.dtype;
   out.device = entry.request.device;
@@ -90,7 +90,7 @@ std::shared_ptr<ops::Event> Executor::run(const Response& r, const std::vector<T
   if (!r.device.is_cpu()) {
     // The collective waits, on the device, for each tensor's producer.
     for (TensorEntry* e : entries)
-      if (e != nullptr && e->handle->gpu && e->handle->gpu->ready) path.ops.wait(*e->handle->gpu->ready);
+      if (e != nullptr && e->handle.gpu && e->handle.gpu->ready) path.ops.wait(*e->handle.gpu->ready);
   }
   switch (r.type) {
     case OpType::Allreduce: allreduce(r, entries, path); break;
@@ -186,7 +186,7 @@ void Executor::allgather(const Response& r, TensorEntry& entry, Path& path) {
     counts[i] = r.rank_first_dims[i] * row;
     rows += r.rank_first_dims[i];
   }
-  std::vector<int64_t> shape = entry.request.shape;
+  std::vector<int64_t> shape = entry.request.shape.to_vector();
   shape[0] = rows;
   void* out = allocate_output(entry, shape, path);
   path.backend.allgatherv(entry.input, out, counts, r.dtype);
@@ -206,11 +206,11 @@ void Executor::alltoall(const Response& r, TensorEntry& entry, Path& path) {
     recv_counts[i] = recv_splits[i] * row;
     rows += recv_splits[i];
   }
-  std::vector<int64_t> shape = entry.request.shape;
+  std::vector<int64_t> shape = entry.request.shape.to_vector();
   shape[0] = rows;
   void* out = allocate_output(entry, shape, path);
   path.backend.alltoallv(entry.input, send_counts, out, recv_counts, r.dtype);
-  entry.handle->received_splits = std::move(recv_splits);
+  entry.handle.received_splits = std::move(recv_splits);
   mark("ALLTOALL", {&entry}, r);
 }
 
@@ -219,7 +219,7 @@ void Executor::reducescatter(const Response& r, TensorEntry& entry, Path& path) 
   const int64_t rows = entry.request.shape.at(0);
   std::vector<int64_t> counts(size_);
   for (int i = 0; i < size_; ++i) counts[i] = rows_of_rank(rows, size_, i) * row;
-  std::vector<int64_t> shape = entry.request.shape;
+  std::vector<int64_t> shape = entry.request.shape.to_vector();
   shape[0] = rows_of_rank(rows, size_, rank_);
   void* out = allocate_output(entry, shape, path);
   path.backend.reducescatter(entry.input, out, counts, r.dtype, backend_op(r.op));

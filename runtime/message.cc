@@ -23,6 +23,10 @@ class Writer {
     put<uint32_t>(static_cast<uint32_t>(v.size()));
     for (const T& x : v) put(x);
   }
+  void put(const Shape& shape) {
+    put<uint32_t>(static_cast<uint32_t>(shape.size()));
+    for (int64_t d : shape) put(d);
+  }
   void put(const Device& d) {
     put<int32_t>(static_cast<int32_t>(d.kind));
     put<int32_t>(d.index);
@@ -55,6 +59,11 @@ class Reader {
     get(n);
     v.resize(n);
     for (T& x : v) get(x);
+  }
+  void get(Shape& shape) {
+    std::vector<int64_t> dims;
+    get(dims);
+    shape.assign(dims);
   }
   void get(Device& d) {
     int32_t kind = 0;
@@ -186,7 +195,7 @@ Request request_for(const Response& response, std::size_t i) {
   return q;
 }
 
-std::string shape_string(const std::vector<int64_t>& shape) {
+std::string shape_string(const Shape& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kolo/kolo.h"
+#include "shape.h"
 
 namespace kolo {
 
@@ -24,7 +25,7 @@ struct Request {
   double postscale = 1.0;
   Compression compression = Compression::None;
   Device device;
-  std::vector<int64_t> shape;
+  Shape shape;
   // Grouped allreduce: every member carries the group's key (its first member's name)
   // and size, so the coordinator releases the members together.
   std::string group;
@@ -84,6 +85,6 @@ std::string serialize(const ResponseList& list);
 ResponseList parse_response_list(const std::string& bytes);
 
 // "[2, 3]" for messages.
-std::string shape_string(const std::vector<int64_t>& shape);
+std::string shape_string(const Shape& shape);
 
 }  // namespace kolo

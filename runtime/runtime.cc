@@ -98,16 +98,16 @@ Runtime::~Runtime() {
 }
 
 // `enqueued` is only for the timeline: a clock read per tensor is a cost worth skipping.
-Status Runtime::submit(std::vector<TensorEntry> entries) {
+Status Runtime::submit(std::vector<EntryPtr> entries) {
   if (timeline_.enabled()) {
     const auto now = Clock::now();
-    for (TensorEntry& e : entries) e.enqueued = now;
+    for (EntryPtr& e : entries) e->enqueued = now;
   }
   return queue_.push(std::move(entries));
 }
 
-Status Runtime::submit(TensorEntry&& entry) {
-  if (timeline_.enabled()) entry.enqueued = Clock::now();
+Status Runtime::submit(EntryPtr entry) {
+  if (timeline_.enabled()) entry->enqueued = Clock::now();
   return queue_.push(std::move(entry));
 }
 
@@ -153,7 +153,7 @@ void Runtime::loop() {
 }
 
 void Runtime::fail_everything(const Status& status) {
-  std::vector<TensorEntry> queued = queue_.close(status);
+  std::vector<EntryPtr> queued = queue_.close(status);
   std::shared_ptr<detail::HandleState> join_handle;
   {
     std::lock_guard<std::mutex> lock(join_mutex_);
@@ -162,11 +162,11 @@ void Runtime::fail_everything(const Status& status) {
   const auto did_not_run = [&](const TensorEntry& e) {
     return Status(status.code(), status.message() + " (tensor '" + e.request.name + "' did not run)");
   };
-  for (TensorEntry& e : queued) e.handle->complete(did_not_run(e));
-  for (auto& entry : bit_entries_)
-    if (entry) finish({&*entry}, did_not_run(*entry));
+  for (EntryPtr& e : queued) e->handle.complete(did_not_run(*e));
+  for (EntryPtr& entry : bit_entries_)
+    if (entry) finish({entry.get()}, did_not_run(*entry));
   while (!in_flight_.empty()) {
-    TensorEntry& e = in_flight_.begin()->second;
+    TensorEntry& e = *in_flight_.begin()->second;
     finish({&e}, did_not_run(e));
   }
   if (join_handle) join_handle->complete(status);
@@ -177,79 +177,83 @@ bool Runtime::has_pending() const {
          std::any_of(waiting_bits_.begin(), waiting_bits_.end(), [](uint64_t word) { return word != 0; });
 }
 
-std::shared_ptr<detail::HandleState> Runtime::release(TensorEntry& entry) {
-  std::shared_ptr<detail::HandleState> handle = std::move(entry.handle);
-  if (entry.bit_slot >= 0) bit_entries_[static_cast<std::size_t>(entry.bit_slot)].reset();
-  else in_flight_.erase(entry.request.name);
-  return handle;
+// Returns the table's reference to the entry: the entry lives on while the caller holds it.
+EntryPtr Runtime::release(TensorEntry& entry) {
+  if (entry.bit_slot >= 0) return std::move(bit_entries_[static_cast<std::size_t>(entry.bit_slot)]);
+  auto it = in_flight_.find(entry.request.name);
+  EntryPtr owned = std::move(it->second);
+  in_flight_.erase(it);
+  return owned;
 }
 
 // The callers first, the bookkeeping after: a resubmitted name is only looked at by this
 // thread's next accept().
 void Runtime::finish(const std::vector<TensorEntry*>& entries, const Status& status) {
   for (TensorEntry* e : entries)
-    if (e != nullptr) e->handle->mark_done(status);
+    if (e != nullptr) e->handle.mark_done(status);
   // Woken only once all are done: a caller waiting on them in turn then sleeps once.
   for (TensorEntry* e : entries)
-    if (e != nullptr) e->handle->wake_sleepers();
+    if (e != nullptr) e->handle.wake_sleepers();
   for (TensorEntry* e : entries)
     if (e != nullptr) release(*e);
 }
 
-void Runtime::accept(std::vector<TensorEntry>& entries) {
+void Runtime::accept(std::vector<EntryPtr>& entries) {
   const auto now = Clock::now();
   std::size_t i = 0;
   while (i < entries.size()) {
     // The members of a group arrive together (they were pushed in one call).
     std::size_t end = i + 1;
-    if (!entries[i].request.group.empty())
-      while (end < entries.size() && entries[end].request.group == entries[i].request.group) ++end;
+    if (!entries[i]->request.group.empty())
+      while (end < entries.size() && entries[end]->request.group == entries[i]->request.group) ++end;
 
     std::vector<std::optional<uint32_t>>& slots = incoming_slots_;
     slots.clear();
     bool all_hit = cache_.capacity() > 0;
     for (std::size_t k = i; k < end; ++k) {
-      const Request& request = entries[k].request;
+      const Request& request = entries[k]->request;
       slots.push_back(cache_.find(request.name));
       if (!slots.back() || !cacheable(request.type) || !(cache_.at(*slots.back()) == request)) all_hit = false;
     }
-    if (const std::string clash = name_in_flight(entries, i, end, slots); !clash.empty()) {
-      for (std::size_t k = i; k < end; ++k)
-        entries[k].handle->complete(Status(StatusCode::InvalidArgument,
-                                           "kolo: tensor name '" + clash +
-                                               "' is already in flight; wait for its handle before submitting it again"));
+    if (const std::string* clash = name_in_flight(entries, i, end, slots)) {
+      const std::string message = "kolo: tensor name '" + *clash +
+                                  "' is already in flight; wait for its handle before submitting it again";
+      for (std::size_t k = i; k < end; ++k) entries[k]->handle.complete(Status(StatusCode::InvalidArgument, message));
       i = end;
       continue;
     }
     for (std::size_t k = i; k < end; ++k) {
       const std::optional<uint32_t> slot = slots[k - i];
       if (all_hit) {
-        TensorEntry& e = bit_entries_[*slot].emplace(std::move(entries[k]));
+        TensorEntry& e = *entries[k];
         e.reported = now;
         e.bit_slot = static_cast<int32_t>(*slot);
+        bit_entries_[*slot] = std::move(entries[k]);
         set_waiting(*slot, true);
       } else {
         // The other ranks may be waiting on this name's bit: make them send it by name.
         if (slot) invalidations_to_send_.push_back(*slot);
-        to_send_.push_back(entries[k].request.name);
-        in_flight_.emplace(entries[k].request.name, std::move(entries[k]));
+        to_send_.push_back(entries[k]->request.name);
+        in_flight_.emplace(entries[k]->request.name, std::move(entries[k]));
       }
     }
     i = end;
   }
 }
 
-// `slots`: the names' response-cache slots, if any.
-std::string Runtime::name_in_flight(const std::vector<TensorEntry>& entries, std::size_t begin, std::size_t end,
-                                    const std::vector<std::optional<uint32_t>>& slots) const {
+// The first name of entries[begin, end) that is already in flight, or null. `slots`: the
+// names' response-cache slots, if any.
+const std::string* Runtime::name_in_flight(const std::vector<EntryPtr>& entries, std::size_t begin,
+                                           std::size_t end,
+                                           const std::vector<std::optional<uint32_t>>& slots) const {
   for (std::size_t k = begin; k < end; ++k) {
-    const std::string& name = entries[k].request.name;
-    if (const auto slot = slots[k - begin]; slot && bit_entries_[*slot]) return name;
-    if (!in_flight_.empty() && in_flight_.count(name)) return name;
+    const std::string& name = entries[k]->request.name;
+    if (const auto slot = slots[k - begin]; slot && bit_entries_[*slot]) return &name;
+    if (!in_flight_.empty() && in_flight_.count(name)) return &name;
     for (std::size_t j = begin; j < k; ++j)
-      if (entries[j].request.name == name) return name;
+      if (entries[j]->request.name == name) return &name;
   }
-  return "";
+  return nullptr;
 }
 
 void Runtime::set_waiting(uint32_t slot, bool waiting) {
@@ -261,12 +265,11 @@ void Runtime::set_waiting(uint32_t slot, bool waiting) {
 // The slot's entry, if one waits on it, goes to the named path.
 void Runtime::invalidate(uint32_t slot) {
   cache_.erase(slot);
-  if (std::optional<TensorEntry>& entry = bit_entries_[slot]) {
+  if (EntryPtr& entry = bit_entries_[slot]) {
     set_waiting(slot, false);
     entry->bit_slot = -1;
     to_send_.push_back(entry->request.name);
-    in_flight_.emplace(entry->request.name, std::move(*entry));
-    entry.reset();
+    in_flight_.emplace(entry->request.name, std::move(entry));
   }
 }
 
@@ -319,8 +322,7 @@ bool Runtime::cycle() {
     for (; ready; ready &= ready - 1) {
       const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(ready));
       cache_.touch(slot);
-      std::optional<TensorEntry>& waiting = bit_entries_[slot];
-      TensorEntry* entry = waiting ? &*waiting : nullptr;  // null where this rank has joined
+      TensorEntry* entry = bit_entries_[slot].get();  // null where this rank has joined
       set_waiting(slot, false);
       const Request& params = cache_.at(slot);
       // The name only serves the timeline: a copy per tensor is worth skipping without it.
@@ -342,7 +344,7 @@ bool Runtime::cycle() {
       if (r.kind != Response::Kind::Run || !cacheable(r.type)) continue;
       for (std::size_t i = 0; i < r.names.size(); ++i) {
         auto it = in_flight_.find(r.names[i]);
-        const Request request = it != in_flight_.end() ? it->second.request : request_for(r, i);
+        const Request request = it != in_flight_.end() ? it->second->request : request_for(r, i);
         if (auto evicted = cache_.put(request)) invalidate(*evicted);
       }
     }
@@ -352,7 +354,7 @@ bool Runtime::cycle() {
       auto it = in_flight_.find(r.names.front());
       const std::size_t index = plan.add(std::move(r));
       if (index == entries.size()) entries.emplace_back();
-      entries[index].push_back(it == in_flight_.end() ? nullptr : &it->second);
+      entries[index].push_back(it == in_flight_.end() ? nullptr : it->second.get());
     }
     run(plan.take(), entries, now);
   }
@@ -375,7 +377,7 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
   RequestList mine;
   const auto now = Clock::now();
   for (const std::string& name : to_send_) {
-    TensorEntry& e = in_flight_.at(name);
+    TensorEntry& e = *in_flight_.at(name);
     e.reported = now;
     mine.requests.push_back(e.request);
   }
@@ -451,9 +453,9 @@ void Runtime::defer(const std::vector<TensorEntry*>& entries, std::shared_ptr<op
   std::vector<std::shared_ptr<detail::HandleState>> handles;
   for (TensorEntry* e : entries) {
     if (e == nullptr) continue;
-    std::shared_ptr<detail::HandleState> handle = release(*e);
-    if (handle->gpu) handle->gpu->publish(done);
-    handles.push_back(std::move(handle));
+    EntryPtr entry = release(*e);
+    if (entry->handle.gpu) entry->handle.gpu->publish(done);
+    handles.push_back(handle_of(entry));
   }
   completions_->add(std::move(done), std::move(handles));
 }

@@ -46,8 +46,8 @@ class Runtime {
   Devices& devices() { return *devices_; }
 
   // Hands entries to the background thread; fails at once only if kolo has stopped.
-  Status submit(TensorEntry&& entry);
-  Status submit(std::vector<TensorEntry> entries);  // a group, kept together
+  Status submit(EntryPtr entry);
+  Status submit(std::vector<EntryPtr> entries);  // a group, kept together
   void caller_waits() { queue_.caller_waits(); }
   std::shared_ptr<detail::HandleState> join();
   void shutdown();
@@ -59,7 +59,7 @@ class Runtime {
   void loop();
   // Returns false once the ranks have agreed to stop.
   bool cycle();
-  void accept(std::vector<TensorEntry>& entries);
+  void accept(std::vector<EntryPtr>& entries);
   bool has_pending() const;
   std::vector<Response> slow_path(std::vector<uint32_t>& invalidations);
   // Runs responses[i] over this rank's entries[i] (null where this rank has joined).
@@ -67,12 +67,12 @@ class Runtime {
            const std::vector<std::vector<TensorEntry*>>& entries, Clock::time_point decided);
   // Completes the entries' handles with `status` and forgets the entries.
   void finish(const std::vector<TensorEntry*>& entries, const Status& status);
-  std::shared_ptr<detail::HandleState> release(TensorEntry& entry);
+  EntryPtr release(TensorEntry& entry);
   void defer(const std::vector<TensorEntry*>& entries, std::shared_ptr<ops::Event> done);
   void invalidate(uint32_t slot);
   void set_waiting(uint32_t slot, bool waiting);
-  std::string name_in_flight(const std::vector<TensorEntry>& entries, std::size_t begin, std::size_t end,
-                             const std::vector<std::optional<uint32_t>>& slots) const;
+  const std::string* name_in_flight(const std::vector<EntryPtr>& entries, std::size_t begin, std::size_t end,
+                                    const std::vector<std::optional<uint32_t>>& slots) const;
   void watch_partial_slots(const std::vector<uint64_t>& partial_bits);
   void fail_everything(const Status& status);
   void apply_setting(uint64_t index);
@@ -97,12 +97,12 @@ class Runtime {
 
   // ---- owned by the background thread -------------------------------------------------
   ResponseCache cache_;
-  std::vector<TensorEntry> incoming_;  // this cycle's new entries (its buffer is reused)
+  std::vector<EntryPtr> incoming_;  // this cycle's new entries (its buffer is reused)
   std::vector<std::optional<uint32_t>> incoming_slots_;
   // This rank's entries that wait for the others: those negotiated by name, and by cache
   // slot those negotiated by bit (kept apart: a steady loop never touches the map).
-  std::unordered_map<std::string, TensorEntry> in_flight_;
-  std::vector<std::optional<TensorEntry>> bit_entries_;
+  std::unordered_map<std::string, EntryPtr> in_flight_;
+  std::vector<EntryPtr> bit_entries_;
   std::vector<uint64_t> waiting_bits_;  // bit_entries_' bits
   std::vector<std::string> to_send_;                 // names for the next slow path
   std::vector<uint32_t> invalidations_to_send_;

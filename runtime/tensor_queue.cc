@@ -16,26 +16,26 @@ Status TensorQueue::push_with(Add&& add) {
   return Status::OK();
 }
 
-Status TensorQueue::push(TensorEntry&& entry) {
+Status TensorQueue::push(EntryPtr entry) {
   return push_with([&] { entries_.push_back(std::move(entry)); });
 }
 
-Status TensorQueue::push(std::vector<TensorEntry> entries) {
+Status TensorQueue::push(std::vector<EntryPtr> entries) {
   return push_with([&] {
-    for (TensorEntry& e : entries) entries_.push_back(std::move(e));
+    for (EntryPtr& e : entries) entries_.push_back(std::move(e));
   });
 }
 
-void TensorQueue::take_all(std::vector<TensorEntry>& into) {
+void TensorQueue::take_all(std::vector<EntryPtr>& into) {
   into.clear();
   std::lock_guard<std::mutex> lock(mutex_);
   into.swap(entries_);
 }
 
-std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
+std::vector<EntryPtr> TensorQueue::close(const Status& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   closed_ = reason;
-  std::vector<TensorEntry> out;
+  std::vector<EntryPtr> out;
   out.swap(entries_);
   return out;
 }

@@ -19,6 +19,10 @@
 
 namespace kolo {
 
+// One submitted operation. The caller's Handle points at `handle` and shares ownership
+// of the whole entry (handle_of()), so an operation costs one allocation, and the queue
+// and the background thread's tables move a pointer, not the entry: a step submits
+// hundreds of them.
 struct TensorEntry {
   using Clock = std::chrono::steady_clock;
 
@@ -26,22 +30,29 @@ struct TensorEntry {
   const void* input = nullptr;
   void* output = nullptr;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank
-  std::shared_ptr<detail::HandleState> handle;
+  detail::HandleState handle;
   Clock::time_point enqueued;  // with the timeline on only
   Clock::time_point reported;  // when this rank told the others it is ready
   int32_t bit_slot = -1;       // set while it waits, negotiated by its response-cache bit
 };
 
+using EntryPtr = std::shared_ptr<TensorEntry>;
+
+// The caller's side of `entry`: it keeps the entry alive, not only its state.
+inline std::shared_ptr<detail::HandleState> handle_of(const EntryPtr& entry) {
+  return std::shared_ptr<detail::HandleState>(entry, &entry->handle);
+}
+
 class TensorQueue {
  public:
   // Fails, with the reason given to close(), once the queue is closed.
-  Status push(TensorEntry&& entry);
-  Status push(std::vector<TensorEntry> entries);  // kept together (a group)
+  Status push(EntryPtr entry);
+  Status push(std::vector<EntryPtr> entries);  // kept together (a group)
   // Moves everything queued into `into` (cleared first). The two vectors trade buffers,
   // so neither side reallocates in a steady loop.
-  void take_all(std::vector<TensorEntry>& into);
+  void take_all(std::vector<EntryPtr>& into);
   // Refuses all further pushes with `reason`; returns what was still queued.
-  std::vector<TensorEntry> close(const Status& reason);
+  std::vector<EntryPtr> close(const Status& reason);
   std::optional<Status> closed() const;
 
   // Sleeps until wake(), a caller waiting with entries queued, or the timeout. With entries
@@ -59,7 +70,7 @@ class TensorQueue {
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::vector<TensorEntry> entries_;
+  std::vector<EntryPtr> entries_;
   bool woken_ = false;
   bool sleeping_ = false;        // the background thread waits on cv_ between cycles
   bool settling_ = false;        // the background thread waits on cv_ for the end of a burst
