@@ -16,6 +16,8 @@ struct FusionOptions {
   // Tensors at least this large run on their own memory, without copies: they already
   // fill a pipeline piece of the backend, so fusing them would only add two memcpys.
   int64_t unfused_min_bytes = 512 * 1024;
+
+  bool operator==(const FusionOptions&) const = default;
 };
 
 // Builds the fused sequence one tensor at a time, in order.

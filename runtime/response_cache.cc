@@ -15,6 +15,7 @@ std::optional<uint32_t> ResponseCache::find(const std::string& name) const {
 
 std::optional<uint32_t> ResponseCache::put(const Request& request) {
   if (capacity_ == 0) return std::nullopt;
+  ++version_;
   if (auto slot = find(request.name)) {
     slots_[*slot].request = request;
     touch(*slot);
@@ -43,6 +44,7 @@ void ResponseCache::touch(uint32_t slot) {
 void ResponseCache::erase(uint32_t slot) {
   Slot& s = slots_[slot];
   if (!s.occupied) return;
+  ++version_;
   by_name_.erase(s.request.name);
   lru_.erase(s.lru_position);
   s.occupied = false;

@@ -23,6 +23,8 @@ class ResponseCache {
   std::optional<uint32_t> find(const std::string& name) const;
   const Request& at(uint32_t slot) const { return slots_[slot].request; }
   bool occupied(uint32_t slot) const { return slot < slots_.size() && slots_[slot].occupied; }
+  // Changes whenever a slot's parameters do (put, erase); touch() leaves it.
+  uint64_t version() const { return version_; }
 
   // Stores (or refreshes) the request and marks it most recently used. Returns the slot
   // of an entry evicted to make room, if any.
@@ -41,6 +43,7 @@ class ResponseCache {
   std::vector<uint32_t> free_slots_;
   std::list<uint32_t> lru_;  // front: least recently used
   std::unordered_map<std::string, uint32_t> by_name_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace kolo

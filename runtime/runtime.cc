@@ -313,25 +313,16 @@ bool Runtime::cycle() {
   if (autotuner_) apply_setting(words[1]);
 
   std::vector<uint64_t> partial(bit_words);
-  FusionPlan cached(fusion_);
-  std::vector<std::vector<TensorEntry*>> cached_entries;
+  std::vector<uint64_t>& ready = ready_bits_;
+  ready.resize(bit_words);
+  bool any_ready = false;
   for (std::size_t w = 0; w < bit_words; ++w) {
     const uint64_t anywhere = ~words[n + 2 + w];
-    uint64_t ready = words[2 + w] & anywhere;
+    ready[w] = words[2 + w] & anywhere;
     partial[w] = anywhere & ~words[2 + w];
-    for (; ready; ready &= ready - 1) {
-      const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(ready));
-      cache_.touch(slot);
-      TensorEntry* entry = bit_entries_[slot].get();  // null where this rank has joined
-      set_waiting(slot, false);
-      const Request& params = cache_.at(slot);
-      // The name only serves the timeline: a copy per tensor is worth skipping without it.
-      const std::size_t index = cached.add(params, timeline_.enabled() ? params.name : std::string());
-      if (index == cached_entries.size()) cached_entries.emplace_back();
-      cached_entries[index].push_back(entry);
-    }
+    any_ready = any_ready || ready[w] != 0;
   }
-  if (!cached_entries.empty()) run(cached.take(), cached_entries, decided);
+  if (any_ready) run_cached(ready, decided);
   if (coordinator_) watch_partial_slots(partial);
 
   if (flags_any & kNeedSlowPath) {
@@ -371,6 +362,42 @@ bool Runtime::cycle() {
     if (handle) handle->complete(Status::OK());
   }
   return !(flags_any & kShutdown);
+}
+
+// Runs the cached tensors whose bits are set in `ready`, in slot order, fused.
+void Runtime::run_cached(const std::vector<uint64_t>& ready, Clock::time_point decided) {
+  const std::vector<Response>& responses = cached_plan(ready);
+  cached_entries_.resize(responses.size());
+  for (std::vector<TensorEntry*>& entries : cached_entries_) entries.clear();
+  std::size_t index = 0;  // responses[index] takes the next tensors
+  for (std::size_t w = 0; w < ready.size(); ++w) {
+    for (uint64_t bits = ready[w]; bits; bits &= bits - 1) {
+      const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(bits));
+      cache_.touch(slot);
+      set_waiting(slot, false);
+      if (cached_entries_[index].size() == responses[index].names.size()) ++index;
+      cached_entries_[index].push_back(bit_entries_[slot].get());  // null where this rank has joined
+    }
+  }
+  run(responses, cached_entries_, decided);
+}
+
+// A steady loop has the same tensors ready every step: the last plan serves again while
+// the ready set, the cached parameters and the fusion settings are those it was built
+// from, as FusionPlan would build the same responses again.
+const std::vector<Response>& Runtime::cached_plan(const std::vector<uint64_t>& ready) {
+  if (ready == plan_.ready && cache_.version() == plan_.cache_version && fusion_ == plan_.fusion)
+    return plan_.responses;
+  FusionPlan plan(fusion_);
+  for (std::size_t w = 0; w < ready.size(); ++w) {
+    for (uint64_t bits = ready[w]; bits; bits &= bits - 1) {
+      const Request& params = cache_.at(static_cast<uint32_t>(w * 64 + std::countr_zero(bits)));
+      // The name only serves the timeline: a copy per tensor is worth skipping without it.
+      plan.add(params, timeline_.enabled() ? params.name : std::string());
+    }
+  }
+  plan_ = CachedPlan{ready, cache_.version(), fusion_, plan.take()};
+  return plan_.responses;
 }
 
 std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {

@@ -65,6 +65,8 @@ class Runtime {
   // Runs responses[i] over this rank's entries[i] (null where this rank has joined).
   void run(const std::vector<Response>& responses,
            const std::vector<std::vector<TensorEntry*>>& entries, Clock::time_point decided);
+  void run_cached(const std::vector<uint64_t>& ready, Clock::time_point decided);
+  const std::vector<Response>& cached_plan(const std::vector<uint64_t>& ready);
   // Completes the entries' handles with `status` and forgets the entries.
   void finish(const std::vector<TensorEntry*>& entries, const Status& status);
   EntryPtr release(TensorEntry& entry);
@@ -104,6 +106,16 @@ class Runtime {
   std::unordered_map<std::string, EntryPtr> in_flight_;
   std::vector<EntryPtr> bit_entries_;
   std::vector<uint64_t> waiting_bits_;  // bit_entries_' bits
+  std::vector<uint64_t> ready_bits_;    // this cycle's cached tensors ready everywhere
+  // The fused responses last built for the cached tensors, and what they were built from.
+  struct CachedPlan {
+    std::vector<uint64_t> ready;
+    uint64_t cache_version = 0;
+    FusionOptions fusion;
+    std::vector<Response> responses;
+  };
+  CachedPlan plan_;
+  std::vector<std::vector<TensorEntry*>> cached_entries_;  // by plan_ response (buffers reused)
   std::vector<std::string> to_send_;                 // names for the next slow path
   std::vector<uint32_t> invalidations_to_send_;
   std::unique_ptr<Coordinator> coordinator_;         // rank 0 only
