@@ -48,18 +48,20 @@ const std::vector<int32_t>& tap_offsets(const ConvShape& s) {
   return cache.emplace(key, std::move(offsets)).first->second;
 }
 
-// For a stride-1 convolution with output rows at least this wide, im2col and col2im work
-// row by row: each (tap, output row) is one contiguous run of the input row plus zeros at
-// the edges, which the compiler vectorises. Narrower rows (ResNet's 4×4 and smaller late
-// maps) and strided convolutions use the per-pixel offset table instead.
+// With output rows at least this wide, im2col and col2im work row by row: each (tap,
+// output row) is one run of the input row (contiguous at stride 1) plus zeros at the
+// edges, which the compiler vectorises. Narrower rows (ResNet's 4×4 and smaller late
+// maps) use the per-pixel offset table instead: there the per-row bookkeeping dominates.
 constexpr int64_t kMinRowWidth = 8;
 
-bool by_rows(const ConvShape& s) { return s.stride == 1 && s.out_width() >= kMinRowWidth; }
+bool by_rows(const ConvShape& s) { return s.out_width() >= kMinRowWidth; }
 
-// Output columns q of tap column k whose input pixel q - padding + k lies inside a row.
+int64_t ceil_div(int64_t a, int64_t b) { return a > 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// Output columns q of tap column k whose input column q·stride − padding + k lies inside a row.
 std::pair<int64_t, int64_t> inside_columns(const ConvShape& s, int64_t k) {
-  const int64_t lo = std::max<int64_t>(0, s.padding - k);
-  const int64_t hi = std::min<int64_t>(s.out_width(), s.width + s.padding - k);
+  const int64_t lo = std::max<int64_t>(0, ceil_div(s.padding - k, s.stride));
+  const int64_t hi = std::min<int64_t>(s.out_width(), ceil_div(s.width + s.padding - k, s.stride));
   return {lo, std::max(lo, hi)};
 }
 
@@ -76,13 +78,18 @@ void im2col(const ConvShape& s, const float* x, int64_t c0, int64_t c1, float* c
           float* out = col + (c * taps + r * K + k) * ld + offset;
           const auto [lo, hi] = inside_columns(s, k);
           for (int64_t p = 0; p < P; ++p, out += Q) {
-            const int64_t ih = p - s.padding + r;
+            const int64_t ih = p * s.stride - s.padding + r;
             if (ih < 0 || ih >= s.height) {
               std::fill(out, out + Q, 0.0f);
               continue;
             }
             std::fill(out, out + lo, 0.0f);
-            std::copy(plane + ih * s.width + lo - s.padding + k, plane + ih * s.width + hi - s.padding + k, out + lo);
+            const float* row = plane + ih * s.width;
+            const int64_t shift = k - s.padding;
+            if (s.stride == 1)
+              std::copy(row + lo + shift, row + hi + shift, out + lo);
+            else
+              for (int64_t q = lo; q < hi; ++q) out[q] = row[q * s.stride + shift];
             std::fill(out + hi, out + Q, 0.0f);
           }
         }
@@ -115,11 +122,11 @@ void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, in
           const float* in = col + (c * taps + r * K + k) * ld + offset;
           const auto [lo, hi] = inside_columns(s, k);
           for (int64_t p = 0; p < P; ++p, in += Q) {
-            const int64_t ih = p - s.padding + r;
+            const int64_t ih = p * s.stride - s.padding + r;
             if (ih < 0 || ih >= s.height) continue;
             float* row = plane + ih * s.width;
             const int64_t shift = k - s.padding;
-            for (int64_t q = lo; q < hi; ++q) row[q + shift] += in[q];
+            for (int64_t q = lo; q < hi; ++q) row[q * s.stride + shift] += in[q];
           }
         }
     }
