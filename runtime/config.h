@@ -22,7 +22,9 @@ struct Config {
   std::string timeline_path;                          // empty: no timeline
   double stall_check_seconds = 60.0;
   bool stall_check_enabled = true;
-  double stall_shutdown_seconds = 0.0;                // 0: never fail stalled tensors
+  // 0: never fail stalled tensors. On by default so that a wait on a tensor some rank
+  // never submits ends (every blocking wait has a bound); Horovod leaves it off.
+  double stall_shutdown_seconds = 600.0;
   LogLevel log_level = LogLevel::Warning;
   int64_t allreduce_chunk_bytes = 0;                  // 0: 256 KiB per rank
   double control_timeout_seconds = 300.0;

@@ -46,7 +46,7 @@ TEST_CASE("config defaults apply when no variable is set", "[config]") {
   CHECK(c.timeline_path.empty());
   CHECK(c.stall_check_seconds == 60.0);
   CHECK(c.stall_check_enabled);
-  CHECK(c.stall_shutdown_seconds == 0.0);
+  CHECK(c.stall_shutdown_seconds == 600.0);
   CHECK(c.log_level == kolo::LogLevel::Warning);
   CHECK(c.allreduce_chunk_bytes == 0);
   CHECK_FALSE(c.autotune);
