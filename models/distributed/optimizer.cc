@@ -45,7 +45,8 @@ struct DistributedOptimizer::Impl {
     Handle handle;
     bool announced = false;      // the hook has fired for it in this pass
     bool submitted = false;      // its allreduce is in flight (or done) for this step
-    std::vector<uint16_t> wire;  // Compression::FP16: what travels instead of p.grad
+    std::vector<uint16_t> wire;  // Compression::FP16 on the host: what travels instead of p.grad
+    bool on_wire = false;        // this step's gradient travels as `wire`
   };
 
   Impl(Module& net, const DistributedOptions& options) : net(net), options(options) {}
@@ -68,12 +69,15 @@ struct DistributedOptimizer::Impl {
     Tensor& grad = s.param->grad;
     const std::string name = options.name_prefix + s.param->name;
     AllreduceOptions reduce = reduce_options();
-    if (options.compression == Compression::FP16) {
+    // A GPU gradient cannot be read here: the runtime casts it on the device instead.
+    s.on_wire = options.compression == Compression::FP16 && grad.device().is_cpu();
+    if (s.on_wire) {
       s.wire.resize(static_cast<std::size_t>(grad.numel()));
       fp16::compress(grad.data(), grad.numel(), reduce.prescale, s.wire.data());
       reduce.prescale = 1.0;  // applied by compress
       s.handle = allreduce_async(name, TensorView{s.wire.data(), DType::Float16, grad.shape()}, reduce);
     } else {
+      if (options.compression == Compression::FP16) reduce.compression = kolo::Compression::FP16;
       s.handle = allreduce_async(name, grad.view(), reduce);
     }
     s.submitted = true;
@@ -100,8 +104,9 @@ struct DistributedOptimizer::Impl {
       handles.push_back(s.handle);
     }
     const Status status = distributed_detail::wait_all(handles);
-    if (status.ok() && options.compression == Compression::FP16)
-      for (Slot& s : slots) fp16::decompress(s.wire.data(), s.param->grad.numel(), s.param->grad.data());
+    if (status.ok())
+      for (Slot& s : slots)
+        if (s.on_wire) fp16::decompress(s.wire.data(), s.param->grad.numel(), s.param->grad.data());
     return status;
   }
 
