@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/device.h"
+
 namespace kolo::examples {
 namespace {
 
@@ -21,11 +23,12 @@ Evaluator::Evaluator(const models::Dataset& data, const models::LoaderOptions& o
 double Evaluator::accuracy(models::Net& net) {
   net.eval();
   std::vector<double> counts{0, 0};  // correct, seen (exact in doubles far beyond any data set)
+  const Device device = device_of(net);
   models::Batch batch;
   loader_.start_epoch(0);
   while (loader_.next(batch)) {
     const int64_t rows = std::min<int64_t>(batch.shape[0], mine_ - static_cast<int64_t>(counts[1]));
-    const models::Tensor logits = net.forward(models::Tensor::from(batch.shape, batch.images));
+    const models::Tensor logits = net.forward(images_on(batch, device)).cpu();
     counts[0] += static_cast<double>(count_correct(logits, batch.labels, rows));
     counts[1] += static_cast<double>(rows);
   }

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "common/device.h"
+
 namespace kolo::examples {
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -30,6 +32,7 @@ EpochStats Trainer::train_epoch(models::DataLoader& loader, int64_t epoch, Progr
   double loss_sum = 0, acc_sum = 0;
   int64_t images = 0;
   models::Batch batch;
+  const Device device = device_of(net_);
   net_.train();
   loader.start_epoch(epoch);
   const Clock::time_point start = Clock::now();
@@ -46,7 +49,7 @@ EpochStats Trainer::train_epoch(models::DataLoader& loader, int64_t epoch, Progr
     stats.lr = scaled_lr_ * schedule_->factor(static_cast<double>(epoch) + static_cast<double>(stats.steps) / batches);
     optimizer_.set_lr(stats.lr);
     optimizer_.zero_grad();
-    const models::Tensor logits = net_.forward(models::Tensor::from(batch.shape, batch.images));
+    const models::Tensor logits = net_.forward(images_on(batch, device));
     const models::LossResult loss = models::softmax_cross_entropy(logits, batch.labels);
     loss_sum += loss.loss;
     acc_sum += models::accuracy(logits, batch.labels);

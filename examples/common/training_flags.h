@@ -31,6 +31,7 @@ struct TrainingFlags {
   int64_t stop_after_epoch = 0;  // > 0: stop after this epoch (and its checkpoint)
   std::string progress = "auto";
   bool profile = false;
+  std::string device = "auto";  // common/device.h
 };
 
 void add_training_flags(CLI::App& app, TrainingFlags& flags);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/checkpoint_dir.h"
+#include "common/device.h"
 #include "common/fail_together.h"
 #include "common/format.h"
 #include "common/metrics_csv.h"
@@ -42,13 +43,21 @@ TrainingResult run_training(TrainingRun& run) {
   const bool root = models::is_root();
   const CheckpointDir checkpoints(flags.checkpoint_dir);
   TrainingResult result;
+  Device device;
   fail_together([&] {
+    device = training_device(flags.device);
     if (run.train.batches_per_epoch() == 0) {
       throw kolo::Error(kolo::StatusCode::InvalidArgument,
                         "each rank's share of the training set is smaller than one batch (--batch-size " +
                             std::to_string(flags.batch_size) + "): no step to train");
     }
   });
+  if (!device.is_cpu()) {
+    run.net.to(device);  // the optimizer's state follows its parameters at its first step
+    // The runtime records each gradient's readiness on this stream, after its kernels.
+    kolo::set_cuda_stream(models::compute_stream(device));
+    if (root) std::printf("computing on cuda:%d\n", device.index);
+  }
   if (flags.resume) {
     result.first_epoch = resume_from_latest(checkpoints, run.net, run.optimizer, run.metadata);
     if (root) {

@@ -15,6 +15,8 @@ Cases:
   bad-flags         bad flags fail with a message naming the flag, printed once.
   missing-data      a missing --data-dir fails at once with one message naming the folder;
                     so does a training set smaller than one batch per rank.
+  device            --device: a bad name fails once, naming the choices; cuda trains on a GPU
+                    or, without one, fails once saying none is visible; cpu trains.
 """
 import argparse
 import csv
@@ -244,8 +246,30 @@ def missing_data(runner, work):
     check(done.stderr.count("mnist: error") == 1, "expected exactly one 'mnist: error' line", done.stderr)
 
 
+def device_flag(runner, work):
+    data = os.path.join(work, "data")
+    write_synthetic_mnist(data, train_count=256, test_count=64)
+    common = ["--data-dir", data, "--epochs", "1", "--batch-size", "32", "--threads", "1"]
+    done = runner.run(2, *common, "--device", "tpu", timeout=60)
+    check(done.returncode != 0 and "--device tpu: expected auto, cpu, cuda or cuda:N" in done.stderr,
+          "--device tpu: no error naming the choices", done.stdout + done.stderr)
+    check(done.stderr.count("mnist: error") == 1, "--device tpu: expected exactly one 'mnist: error' line", done.stderr)
+    # With a GPU the run trains there; without one it fails at once, saying so.
+    done = runner.run(2, *common, "--device", "cuda", timeout=120)
+    if done.returncode == 0:
+        check("computing on cuda:" in done.stdout, "--device cuda ran, but not on a GPU", done.stdout)
+    else:
+        check("--device cuda: no CUDA device is visible" in done.stderr,
+              "--device cuda failed without saying that no GPU is visible", done.stdout + done.stderr)
+        check(done.stderr.count("mnist: error") == 1, "--device cuda: expected exactly one 'mnist: error' line",
+              done.stderr)
+    done = runner.run(2, *common, "--device", "cpu", timeout=120)
+    check(done.returncode == 0 and "computing on" not in done.stdout and len(epoch_lines(done.stdout)) == 1,
+          "--device cpu did not train one epoch on the CPU", done.stdout + done.stderr)
+
+
 CASES = {"learns-synthetic": learns_synthetic, "fashion-subset": fashion_subset, "resume": resume,
-         "bad-flags": bad_flags, "missing-data": missing_data}
+         "bad-flags": bad_flags, "missing-data": missing_data, "device": device_flag}
 
 
 def main():
