@@ -31,7 +31,8 @@ struct TrainingFlags {
   int64_t stop_after_epoch = 0;  // > 0: stop after this epoch (and its checkpoint)
   std::string progress = "auto";
   bool profile = false;
-  std::string device = "auto";  // common/device.h
+  // common/device.h. The CPU until the GPU path has run on a GPU; then auto.
+  std::string device = "cpu";
 };
 
 void add_training_flags(CLI::App& app, TrainingFlags& flags);
