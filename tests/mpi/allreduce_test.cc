@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -284,6 +285,40 @@ TEST_CASE("allreduce of many tiny tensors fuses them with exact results, round a
         if (buffers[t]->get(i) != want)
           FAIL("tiny/" << t << "[" << i << "] = " << buffers[t]->get(i) << ", expected " << want
                        << " in round " << round);
+      }
+    }
+  }
+}
+
+// The background thread reuses the fused plan of cached tensors while the set of ready
+// tensors stays the same; a round with another subset must get a plan of its own.
+TEST_CASE("cached tensors submitted in a different subset each round stay exact", "[allreduce][fusion][cache]") {
+  const int count = 40;
+  const std::vector<std::function<bool(int)>> subsets = {
+      [](int) { return true; },          [](int t) { return t % 2 == 0; }, [](int t) { return t < 20; },
+      [](int) { return true; },          [](int t) { return t >= 20; },    [](int t) { return t % 3 != 1; },
+      [](int t) { return t % 2 == 0; },  [](int) { return true; }};
+  for (int round = 0; round < static_cast<int>(subsets.size()); ++round) {
+    std::vector<int> ids;
+    std::vector<std::unique_ptr<Buffer>> buffers;
+    std::vector<kolo::Handle> handles;
+    for (int t = 0; t < count; ++t) {
+      if (!subsets[static_cast<std::size_t>(round)](t)) continue;
+      const int64_t n = 1 + (t * 7) % 23;
+      auto b = std::make_unique<Buffer>(DType::Float32, std::vector<int64_t>{n});
+      for (int64_t i = 0; i < n; ++i) b->set(i, double(t + i + round + rank()));
+      handles.push_back(kolo::allreduce_async("subset/" + std::to_string(t), b->view(), {ReduceOp::Sum}));
+      buffers.push_back(std::move(b));
+      ids.push_back(t);
+    }
+    require_all_ok(handles, "subset");
+    const double rank_sum = size() * (size() - 1) / 2.0;
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      for (int64_t i = 0; i < buffers[k]->count(); ++i) {
+        const double want = size() * double(ids[k] + i + round) + rank_sum;
+        if (buffers[k]->get(i) != want)
+          FAIL("subset/" << ids[k] << "[" << i << "] = " << buffers[k]->get(i) << ", expected " << want
+                         << " in round " << round);
       }
     }
   }
