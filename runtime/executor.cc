@@ -44,12 +44,15 @@ void Executor::mark(const char* phase, const std::vector<TensorEntry*>& entries,
                     const Response& r) {
   if (!timeline_.enabled()) return;
   const auto now = Clock::now();
-  const std::string args = r.names.size() > 1
-                               ? "\"fused_group\":" + std::to_string(next_group_id_) +
-                                     ",\"fused_tensors\":" + std::to_string(r.names.size())
-                               : "";
+  const std::string group = r.names.size() > 1
+                                ? "\"fused_group\":" + std::to_string(next_group_id_) +
+                                      ",\"fused_tensors\":" + std::to_string(r.names.size()) + ","
+                                : "";
+  // Each tensor's own bytes (this rank's input), fused or not.
   for (std::size_t i = 0; i < r.names.size(); ++i)
-    if (entries[i] != nullptr) timeline_.phase(r.names[i], phase, phase_start_, now, args);
+    if (entries[i] != nullptr)
+      timeline_.phase(r.names[i], phase, phase_start_, now,
+                      group + "\"bytes\":" + std::to_string(r.element_counts[i] * int64_t(dtype_size(r.dtype))));
   phase_start_ = now;
 }
 

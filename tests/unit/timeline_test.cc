@@ -202,6 +202,9 @@ TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "
     if (e.at("name") == "ALLREDUCE" && allreduce_ts < 0) allreduce_ts = e.at("ts");
   }
   CHECK(negotiate_ts <= allreduce_ts);
+  for (const json& e : doc)  // its phases carry its size: 2^20 float32 values
+    if (e.at("ph") == "X" && e.at("tid") == big && e.at("name") == "ALLREDUCE")
+      CHECK(e.at("args").at("bytes") == 4 << 20);
 
   // Small tensors: fused, with memcpy phases, and a FUSED event listing them, never more
   // bytes than the run's KOLO_FUSION_THRESHOLD.
