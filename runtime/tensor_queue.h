@@ -4,7 +4,6 @@
 // this is on the path of every tensor of every step.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
