@@ -119,8 +119,8 @@ class Backend {
   struct UpdateTensors {
     float* param = nullptr;
     const float* grad = nullptr;
-    float* state1 = nullptr;  // SGD: momentum buffer (null without momentum); Adam: exp_avg
-    float* state2 = nullptr;  // Adam: exp_avg_sq
+    float* state1 = nullptr;  // SGD: momentum buffer (null without momentum); Adam: exp_avg; Adadelta: square_avg
+    float* state2 = nullptr;  // Adam: exp_avg_sq; Adadelta: acc_delta
     int64_t count = 0;
   };
   // torch.optim.SGD's update for every tensor at once (models/optim/sgd.cc has the rules):
@@ -139,9 +139,17 @@ class Backend {
           one_minus_beta2 = 0.001f, eps = 1e-8f, weight_decay = 0;
   };
   virtual void adam_step(std::span<const UpdateTensors> tensors, const AdamStep& step);
+  // torch.optim.Adadelta's update (models/optim/adadelta.cc); one_minus_rho is 1 - rho
+  // computed in double and rounded, as adadelta.cc does.
+  struct AdadeltaStep {
+    float neg_lr = 0, rho = 0.9f, one_minus_rho = 0.1f, eps = 1e-6f, weight_decay = 0;
+  };
+  virtual void adadelta_step(std::span<const UpdateTensors> tensors, const AdadeltaStep& step);
 
   // x[i] *= factor.
   virtual void scale(int64_t count, float* x, float factor);
+  // out[i] = a[i] * b[i] (out may be a or b): dropout's mask, forward and backward.
+  virtual void multiply(int64_t count, const float* a, const float* b, float* out);
   // For each tensor: found |= any element not finite; then x *= inv_scale. Returns found.
   virtual bool unscale_and_check(std::span<float* const> tensors, std::span<const int64_t> counts,
                                  float inv_scale);
@@ -171,7 +179,9 @@ inline double Backend::softmax_cross_entropy(int64_t, int64_t, const float*, con
 inline int64_t Backend::count_correct(int64_t, int64_t, const float*, const int32_t*) { host_step("count_correct"); }
 inline void Backend::sgd_step(std::span<const UpdateTensors>, const SgdStep&) { host_step("sgd_step"); }
 inline void Backend::adam_step(std::span<const UpdateTensors>, const AdamStep&) { host_step("adam_step"); }
+inline void Backend::adadelta_step(std::span<const UpdateTensors>, const AdadeltaStep&) { host_step("adadelta_step"); }
 inline void Backend::scale(int64_t, float*, float) { host_step("scale"); }
+inline void Backend::multiply(int64_t, const float*, const float*, float*) { host_step("multiply"); }
 inline bool Backend::unscale_and_check(std::span<float* const>, std::span<const int64_t>, float) {
   host_step("unscale_and_check");
 }

@@ -307,9 +307,10 @@ class Dropout : public Module {
   Tensor backward(const Tensor& grad_output) override;
 
  private:
+  void apply_mask(const Tensor& in, Tensor& out) const;
   double p_;
   std::mt19937_64 rng_;
-  Tensor mask_;
+  Tensor mask_;  // 0 or 1 / (1 - p) per element, on the input's device
 };
 
 class ZeroPad2d : public Module {

@@ -46,22 +46,28 @@ CudaBackend::MultiTensorTable& CudaBackend::table(MultiTensorTable& cache, std::
   return cache;
 }
 
-void CudaBackend::sgd_step(std::span<const UpdateTensors> tensors, const SgdStep& step) {
+void CudaBackend::update(MultiTensorTable& cache, std::span<const UpdateTensors> tensors,
+                         const MultiTensorLaunch& launch) {
   DeviceGuard on(context_.index());
   std::lock_guard<std::mutex> lock(tables_mutex_);
-  MultiTensorTable& t = table(sgd_table_, slots_of(tensors));
-  kernels::sgd_step(context_.stream(), static_cast<const kernels::TensorSlot*>(t.device_slots.get()),
-                    static_cast<const kernels::Chunk*>(t.device_chunks.get()),
-                    static_cast<int64_t>(t.chunks.size()), step);
+  MultiTensorTable& t = table(cache, slots_of(tensors));
+  launch(context_.stream(), static_cast<const kernels::TensorSlot*>(t.device_slots.get()),
+         static_cast<const kernels::Chunk*>(t.device_chunks.get()), static_cast<int64_t>(t.chunks.size()));
+}
+
+void CudaBackend::sgd_step(std::span<const UpdateTensors> tensors, const SgdStep& step) {
+  update(sgd_table_, tensors, [&](cudaStream_t s, const kernels::TensorSlot* slots, const kernels::Chunk* chunks,
+                                  int64_t count) { kernels::sgd_step(s, slots, chunks, count, step); });
 }
 
 void CudaBackend::adam_step(std::span<const UpdateTensors> tensors, const AdamStep& step) {
-  DeviceGuard on(context_.index());
-  std::lock_guard<std::mutex> lock(tables_mutex_);
-  MultiTensorTable& t = table(adam_table_, slots_of(tensors));
-  kernels::adam_step(context_.stream(), static_cast<const kernels::TensorSlot*>(t.device_slots.get()),
-                     static_cast<const kernels::Chunk*>(t.device_chunks.get()),
-                     static_cast<int64_t>(t.chunks.size()), step);
+  update(adam_table_, tensors, [&](cudaStream_t s, const kernels::TensorSlot* slots, const kernels::Chunk* chunks,
+                                   int64_t count) { kernels::adam_step(s, slots, chunks, count, step); });
+}
+
+void CudaBackend::adadelta_step(std::span<const UpdateTensors> tensors, const AdadeltaStep& step) {
+  update(adadelta_table_, tensors, [&](cudaStream_t s, const kernels::TensorSlot* slots, const kernels::Chunk* chunks,
+                                       int64_t count) { kernels::adadelta_step(s, slots, chunks, count, step); });
 }
 
 bool CudaBackend::unscale_and_check(std::span<float* const> tensors, std::span<const int64_t> counts,

@@ -1,4 +1,5 @@
-// The CUDA backend's one-kernel operations: ReLU, residual adds, pooling, padding, scaling.
+// The CUDA backend's one-kernel operations: ReLU, residual adds, pooling, padding, scaling,
+// elementwise products.
 #include "models/cuda/cuda_backend.h"
 #include "models/cuda/device_guard.h"
 
@@ -26,6 +27,11 @@ void CudaBackend::add_into(int64_t count, float* a, const float* b) {
 void CudaBackend::scale(int64_t count, float* x, float factor) {
   DeviceGuard on(context_.index());
   kernels::scale(context_.stream(), count, x, factor);
+}
+
+void CudaBackend::multiply(int64_t count, const float* a, const float* b, float* out) {
+  DeviceGuard on(context_.index());
+  kernels::multiply(context_.stream(), count, a, b, out);
 }
 
 void CudaBackend::maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax) {

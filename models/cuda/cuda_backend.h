@@ -12,7 +12,9 @@
 // calls).
 #pragma once
 
+#include <functional>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "models/backend.h"
@@ -72,7 +74,9 @@ class CudaBackend final : public Backend {
   int64_t count_correct(int64_t rows, int64_t classes, const float* logits, const int32_t* labels) override;
   void sgd_step(std::span<const UpdateTensors> tensors, const SgdStep& step) override;
   void adam_step(std::span<const UpdateTensors> tensors, const AdamStep& step) override;
+  void adadelta_step(std::span<const UpdateTensors> tensors, const AdadeltaStep& step) override;
   void scale(int64_t count, float* x, float factor) override;
+  void multiply(int64_t count, const float* a, const float* b, float* out) override;
   bool unscale_and_check(std::span<float* const> tensors, std::span<const int64_t> counts, float inv_scale) override;
 
   ConvAlgorithmCache& algorithms() { return algorithms_; }
@@ -86,6 +90,10 @@ class CudaBackend final : public Backend {
     std::shared_ptr<void> device_slots, device_chunks;
   };
   MultiTensorTable& table(MultiTensorTable& cache, std::vector<kernels::TensorSlot> slots);
+  // An optimizer's multi-tensor launch over `tensors`, with `cache`'s tables.
+  using MultiTensorLaunch =
+      std::function<void(cudaStream_t, const kernels::TensorSlot*, const kernels::Chunk*, int64_t chunk_count)>;
+  void update(MultiTensorTable& cache, std::span<const UpdateTensors> tensors, const MultiTensorLaunch& launch);
   // Scratch for per-channel double sums.
   std::shared_ptr<void> doubles(std::size_t count) { return context_.allocate(count * sizeof(double)); }
   // out[ch] += Σ of channel ch of (n, c, hw) data, summed in double (bias gradients).
@@ -98,7 +106,7 @@ class CudaBackend final : public Backend {
   DeviceContext& context_;
   ConvAlgorithmCache algorithms_;
   std::mutex tables_mutex_;
-  MultiTensorTable sgd_table_, adam_table_, unscale_table_;
+  MultiTensorTable sgd_table_, adam_table_, adadelta_table_, unscale_table_;
 };
 
 }  // namespace kolo::models::cuda

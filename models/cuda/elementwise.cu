@@ -1,4 +1,4 @@
-// Elementwise and per-plane kernels: fills, ReLU, residual adds, scaling, bias, global
+// Elementwise and per-plane kernels: fills, ReLU, residual adds, scaling, products, bias, global
 // average pooling, zero padding, and casts between float32 and float16/bfloat16.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -23,6 +23,9 @@ __global__ void add_into_kernel(int64_t n, float* a, const float* b) {
 }
 __global__ void scale_kernel(int64_t n, float* x, float f) {
   KOLO_GRID_LOOP(i, n) x[i] *= f;
+}
+__global__ void multiply_kernel(int64_t n, const float* a, const float* b, float* out) {
+  KOLO_GRID_LOOP(i, n) out[i] = a[i] * b[i];
 }
 __global__ void add_doubles_kernel(int64_t n, const double* src, float* dst) {
   KOLO_GRID_LOOP(i, n) dst[i] += static_cast<float>(src[i]);
@@ -112,6 +115,11 @@ void add_into(cudaStream_t s, int64_t count, float* a, const float* b) {
 void scale(cudaStream_t s, int64_t count, float* x, float factor) {
   if (count == 0) return;
   scale_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, x, factor);
+  KOLO_CHECK_LAUNCH();
+}
+void multiply(cudaStream_t s, int64_t count, const float* a, const float* b, float* out) {
+  if (count == 0) return;
+  multiply_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, a, b, out);
   KOLO_CHECK_LAUNCH();
 }
 void add_doubles(cudaStream_t s, int64_t count, const double* src, float* dst) {

@@ -20,6 +20,8 @@ void relu_forward(cudaStream_t s, int64_t count, float* x);
 void relu_backward(cudaStream_t s, int64_t count, const float* y, const float* dy, float* dx);
 void add_into(cudaStream_t s, int64_t count, float* a, const float* b);
 void scale(cudaStream_t s, int64_t count, float* x, float factor);
+// out[i] = a[i] * b[i].
+void multiply(cudaStream_t s, int64_t count, const float* a, const float* b, float* out);
 // dst[i] += (float) src[i] (bias gradients from double sums).
 void add_doubles(cudaStream_t s, int64_t count, const double* src, float* dst);
 // y[n, c, :] += b[c] over planes of hw values (conv bias); y[r, o] += b[o] is hw = 1.
@@ -82,8 +84,8 @@ void sum_doubles(cudaStream_t s, int64_t count, const double* values, double* ou
 struct TensorSlot {
   float* a = nullptr;        // param, or the tensor to unscale
   const float* g = nullptr;  // grad
-  float* s1 = nullptr;       // momentum / exp_avg
-  float* s2 = nullptr;       // exp_avg_sq
+  float* s1 = nullptr;       // momentum / exp_avg / square_avg
+  float* s2 = nullptr;       // exp_avg_sq / acc_delta
   int64_t count = 0;
 };
 struct Chunk {
@@ -94,6 +96,8 @@ void sgd_step(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int6
               const Backend::SgdStep& step);
 void adam_step(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int64_t chunk_count,
                const Backend::AdamStep& step);
+void adadelta_step(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int64_t chunk_count,
+                   const Backend::AdadeltaStep& step);
 // found[0] = 1 if any element is inf/NaN (never reset here); then a *= inv_scale.
 void unscale_and_check(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int64_t chunk_count,
                        float inv_scale, int32_t* found);

@@ -1,6 +1,6 @@
 // Multi-tensor kernels: one launch updates every parameter. The host lists the tensors and
-// cuts them into chunks (models/cuda/multi_tensor.cc); block b works on chunk b. The update
-// rules are models/optim/sgd.cc's and adam.cc's, element by element in float32.
+// cuts them into chunks (models/cuda/backend_optim.cc); block b works on chunk b. The update
+// rules are models/optim/sgd.cc's, adam.cc's and adadelta.cc's, element by element in float32.
 #include "models/cuda/kernels.h"
 #include "models/cuda/launch.cuh"
 
@@ -37,6 +37,21 @@ __global__ void adam_kernel(const TensorSlot* slots, const Chunk* chunks, Backen
   }
 }
 
+__global__ void adadelta_kernel(const TensorSlot* slots, const Chunk* chunks, Backend::AdadeltaStep step) {
+  const Chunk chunk = chunks[blockIdx.x];
+  const TensorSlot t = slots[chunk.tensor];
+  for (int64_t j = chunk.begin + threadIdx.x; j < chunk.end; j += blockDim.x) {
+    float grad = t.g[j];
+    if (step.weight_decay != 0) grad = grad + step.weight_decay * t.a[j];
+    const float square_avg = t.s1[j] * step.rho + step.one_minus_rho * grad * grad;
+    t.s1[j] = square_avg;
+    const float std_dev = sqrtf(square_avg + step.eps);
+    const float delta = sqrtf(t.s2[j] + step.eps) / std_dev * grad;
+    t.s2[j] = t.s2[j] * step.rho + step.one_minus_rho * delta * delta;
+    t.a[j] = t.a[j] + step.neg_lr * delta;
+  }
+}
+
 __global__ void unscale_kernel(const TensorSlot* slots, const Chunk* chunks, float inv_scale, int32_t* found) {
   const Chunk chunk = chunks[blockIdx.x];
   const TensorSlot t = slots[chunk.tensor];
@@ -62,6 +77,13 @@ void adam_step(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int
                const Backend::AdamStep& step) {
   if (chunk_count == 0) return;
   adam_kernel<<<static_cast<unsigned>(chunk_count), kThreads, 0, s>>>(slots, chunks, step);
+  KOLO_CHECK_LAUNCH();
+}
+
+void adadelta_step(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int64_t chunk_count,
+                   const Backend::AdadeltaStep& step) {
+  if (chunk_count == 0) return;
+  adadelta_kernel<<<static_cast<unsigned>(chunk_count), kThreads, 0, s>>>(slots, chunks, step);
   KOLO_CHECK_LAUNCH();
 }
 

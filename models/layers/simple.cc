@@ -80,28 +80,43 @@ Tensor Flatten::forward(const Tensor& input) {
 
 Tensor Flatten::backward(const Tensor& grad_output) { return grad_output.reshape(input_shape_); }
 
+// The mask is drawn on the host on every device, from the layer's generator in element
+// order: a GPU run drops exactly the elements a CPU run with the same seed drops. On a GPU
+// the mask is uploaded (the copy stream, overlapping the host's next work) and applied there.
 Tensor Dropout::forward(const Tensor& input) {
-  if (!is_training() || p_ == 0.0) return input;
-  if (!input.device().is_cpu())
-    throw Error(StatusCode::InvalidArgument, "kolo: Dropout in training mode has no GPU path yet (input on " +
-                                                 device_name(input.device()) + ")");
-  mask_ = Tensor(input.shape());
-  Tensor y = Tensor::uninitialized(input.shape());
+  if (!is_training() || p_ == 0.0) {
+    mask_ = Tensor();  // backward is the identity too
+    return input;
+  }
+  Tensor mask = Tensor::uninitialized(input.shape());
   std::bernoulli_distribution keep(1.0 - p_);
   const float scale = static_cast<float>(1.0 / (1.0 - p_));
-  for (int64_t i = 0; i < input.numel(); ++i) {
-    mask_[i] = keep(rng_) ? scale : 0.0f;
-    y[i] = input[i] * mask_[i];
-  }
+  for (int64_t i = 0; i < mask.numel(); ++i) mask[i] = keep(rng_) ? scale : 0.0f;
+  mask_ = mask.to(input.device());
+  Tensor y = Tensor::uninitialized(input.shape(), input.device());
+  apply_mask(input, y);
   return y;
 }
 
 Tensor Dropout::backward(const Tensor& grad_output) {
   if (mask_.empty()) return grad_output;
-  Tensor dx = Tensor::uninitialized(grad_output.shape());
-  for (int64_t i = 0; i < dx.numel(); ++i) dx[i] = grad_output[i] * mask_[i];
+  check_device(grad_output, mask_.device(), "Dropout's output gradient", "its mask");
+  if (grad_output.numel() != mask_.numel())
+    throw Error(StatusCode::InvalidArgument, "kolo: Dropout's output gradient " + shape_string(grad_output.shape()) +
+                                                 " does not match its input " + shape_string(mask_.shape()));
+  Tensor dx = Tensor::uninitialized(grad_output.shape(), grad_output.device());
+  apply_mask(grad_output, dx);
   mask_ = Tensor();
   return dx;
+}
+
+// out = in · mask, element by element (in float32 on both devices: the same products).
+void Dropout::apply_mask(const Tensor& in, Tensor& out) const {
+  if (!in.device().is_cpu()) {
+    compute(in.device()).multiply(in.numel(), in.data(), mask_.data(), out.data());
+    return;
+  }
+  for (int64_t i = 0; i < in.numel(); ++i) out[i] = in[i] * mask_[i];
 }
 
 Tensor ZeroPad2d::forward(const Tensor& input) {

@@ -1,7 +1,9 @@
 // Adadelta: torch.optim.Adadelta's update (1.13), element by element in float32.
+// Parameters on a GPU are updated all at once by the backend (Backend::adadelta_step), with
+// the same rules.
 #include <cmath>
 
-#include "models/cuda/gpu_runtime.h"
+#include "models/backend.h"
 #include "models/optim/common.h"
 
 namespace kolo::models {
@@ -20,24 +22,33 @@ Adadelta::Adadelta(std::vector<Parameter*> params, const AdadeltaOptions& option
 }
 
 void Adadelta::step() {
-  if (!parameters_device(params_, name()).is_cpu())
-    throw Error(StatusCode::InvalidArgument, "kolo: adadelta has no GPU path yet (parameters on " +
-                                                 device_name(parameters_device(params_, name())) + ")");
+  for (const Parameter* p : params_) check_grad(*p, name());
+  const Device device = parameters_device(params_, name());
   if (square_avg_.empty()) {  // PyTorch's lazy state: zeros at the first step
     for (const Parameter* p : params_) {
-      square_avg_.emplace_back(static_cast<std::size_t>(p->value.numel()), 0.0f);
-      acc_delta_.emplace_back(static_cast<std::size_t>(p->value.numel()), 0.0f);
+      square_avg_.push_back(Tensor::zeros(p->value.shape(), device));
+      acc_delta_.push_back(Tensor::zeros(p->value.shape(), device));
     }
   }
+  follow_parameters(square_avg_, params_);
+  follow_parameters(acc_delta_, params_);
   const float rho = static_cast<float>(options_.rho), one_minus_rho = static_cast<float>(1 - options_.rho);
   const float eps = static_cast<float>(options_.eps);
   const float decay = static_cast<float>(options_.weight_decay);
   const bool use_decay = options_.weight_decay != 0;
   const float neg_lr = static_cast<float>(-lr_);
 
+  if (!device.is_cpu()) {
+    std::vector<Backend::UpdateTensors> tensors;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      tensors.push_back({params_[i]->value.data(), params_[i]->grad.data(), square_avg_[i].data(),
+                         acc_delta_[i].data(), params_[i]->value.numel()});
+    compute(device).adadelta_step(tensors, {.neg_lr = neg_lr, .rho = rho, .one_minus_rho = one_minus_rho,
+                                            .eps = eps, .weight_decay = use_decay ? decay : 0.0f});
+    return;
+  }
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& param = *params_[i];
-    check_grad(param, name());
     float* p = param.value.data();
     const float* g = param.grad.data();
     float* square_avg = square_avg_[i].data();
@@ -69,14 +80,14 @@ OptimizerState Adadelta::state() const {
 void Adadelta::load_state(const OptimizerState& state) {
   check_unique_names(params_, name());
   check_known_tensors(state, {"square_avg", "acc_delta"}, params_, name());
-  std::vector<std::vector<float>> square_avg = load_buffers(state, "square_avg", params_, name());
-  std::vector<std::vector<float>> acc_delta = load_buffers(state, "acc_delta", params_, name());
+  const std::vector<std::vector<float>> square_avg = load_buffers(state, "square_avg", params_, name());
+  const std::vector<std::vector<float>> acc_delta = load_buffers(state, "acc_delta", params_, name());
   if (square_avg.empty() != acc_delta.empty())
     fail(name(), "the state has " + std::to_string(square_avg.size()) + " square_avg but " +
                      std::to_string(acc_delta.size()) + " acc_delta tensors");
   lr_ = scalar_or(state, "lr", lr_);
-  square_avg_ = std::move(square_avg);
-  acc_delta_ = std::move(acc_delta);
+  square_avg_ = to_parameter_devices(square_avg, params_);
+  acc_delta_ = to_parameter_devices(acc_delta, params_);
 }
 
 }  // namespace kolo::models

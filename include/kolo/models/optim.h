@@ -95,7 +95,7 @@ class Adadelta : public Optimizer {
 
  private:
   AdadeltaOptions options_;
-  std::vector<std::vector<float>> square_avg_, acc_delta_;  // CPU parameters only (no GPU path yet)
+  std::vector<Tensor> square_avg_, acc_delta_;  // on the parameters' device
 };
 
 // ---- Learning-rate schedules ------------------------------------------------------------

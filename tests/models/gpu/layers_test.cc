@@ -64,6 +64,34 @@ TEST_CASE("a batch-norm layer on the GPU trains and evaluates as on the CPU", "[
   CHECK(rel_l2(gpu.forward(x.to(kGpu)), cpu.forward(x)) < 1e-6);
 }
 
+TEST_CASE("dropout on the GPU drops the CPU's elements and scales as the CPU does", "[gpu][dropout]") {
+  Dropout cpu(0.3, 42), gpu(0.3, 42);  // same seed: same masks
+  cpu.train();
+  gpu.train();
+  for (int step = 0; step < 2; ++step) {
+    const Tensor x = random_tensor({3, 5, 7, 11}, 50 + step), dy = random_tensor(x.shape(), 60 + step);
+    const Tensor y = cpu.forward(x), dx = cpu.backward(dy);
+    const Tensor gy = gpu.forward(x.to(kGpu));
+    CHECK(gy.device() == kGpu);
+    const Tensor gdx = gpu.backward(dy.to(kGpu));
+    CHECK(gdx.device() == kGpu);
+    CHECK(identical(gy, y));  // one float product per element on both devices
+    CHECK(identical(gdx, dx));
+  }
+  int64_t dropped = 0;
+  const Tensor y = gpu.forward(Tensor::full({10000}, 1.0f).to(kGpu)).cpu();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    CHECK((y[i] == 0.0f || y[i] == static_cast<float>(1.0 / 0.7)));
+    dropped += y[i] == 0.0f;
+  }
+  CHECK(std::abs(double(dropped) / 10000 - 0.3) < 0.03);
+  CHECK_THROWS_WITH(gpu.backward(Tensor({10000})), Catch::Contains("is on cpu but its mask is on cuda:0"));
+
+  gpu.eval();  // the identity, on the same device
+  const Tensor x = random_tensor({4, 4}, 70).to(kGpu);
+  CHECK(gpu.forward(x).data() == x.data());
+}
+
 namespace {
 
 // One training step of `name` on the CPU and on the GPU from the same initial weights and
@@ -115,15 +143,11 @@ TEST_CASE("whole nets take the same training step on the GPU as on the CPU", "[g
 TEST_CASE("GPU layers refuse mixed devices and paths they do not have, with clear errors", "[gpu][errors]") {
   Conv2d conv({.in_channels = 3, .out_channels = 4, .kernel = 3});
   CHECK_THROWS_WITH(conv.forward(Tensor({1, 3, 8, 8}, kGpu)), Catch::Contains("is on cpu but the input is on cuda:0"));
-  Dropout dropout(0.5);
-  CHECK_THROWS_WITH(dropout.forward(Tensor({4}, kGpu)), Catch::Contains("no GPU path"));
   BatchNorm2d bn({.channels = 3});
   bn.to(kGpu);
   bn.set_stats_reducer([](std::vector<double>&) {});
   CHECK_THROWS_WITH(bn.forward(Tensor({2, 3, 2, 2}, kGpu)), Catch::Contains("no GPU path"));
   Parameter p{"p", Tensor({3}, kGpu), Tensor({3}, kGpu)};
-  Adadelta adadelta({&p}, {});
-  CHECK_THROWS_WITH(adadelta.step(), Catch::Contains("no GPU path"));
   Parameter q{"q", Tensor({3}), Tensor({3})};
   SGD mixed({&p, &q}, {.lr = 0.1});
   CHECK_THROWS_WITH(mixed.step(), Catch::Contains("must be on one device"));

@@ -76,6 +76,12 @@ TEST_CASE("fused multi-tensor Adam on the GPU follows torch.optim.Adam as the CP
       1e-6);
 }
 
+TEST_CASE("fused multi-tensor Adadelta on the GPU follows torch.optim.Adadelta as the CPU does", "[gpu][optim]") {
+  const std::vector<AdadeltaOptions> configs = {{}, {.lr = 0.5, .rho = 0.8, .eps = 1e-4, .weight_decay = 0.1}};
+  for (const AdadeltaOptions& o : configs)
+    check_optimizer_matches([&](std::vector<Parameter*> p) { return std::make_unique<Adadelta>(p, o); }, 1e-6);
+}
+
 TEST_CASE("the loss scaler unscales GPU gradients and finds inf/NaN there", "[gpu][loss-scaler]") {
   Params gpu(kGpu, 3);
   gpu.set_grads(4);
