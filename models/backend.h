@@ -98,6 +98,13 @@ class Backend {
                                           const float* beta, double eps, double momentum, float* running_mean,
                                           float* running_var, float* num_batches_tracked, float* save_mean,
                                           float* save_inv_std, float* y);
+  // SyncBatchNorm's end of the same step, after the caller has summed the statistics across
+  // ranks on the host: from `mean` and `squares` (Σ(x - mean)², host arrays of c doubles)
+  // over `count` values per channel, as batchnorm_forward_training does after its two passes
+  // (save_mean, save_inv_std, running statistics, num_batches_tracked); no normalisation.
+  virtual void batchnorm_finish_statistics(int64_t c, const double* mean, const double* squares, double count,
+                                           double eps, double momentum, float* running_mean, float* running_var,
+                                           float* num_batches_tracked, float* save_mean, float* save_inv_std);
   // Eval mode: mean = running_mean, inv_std = 1 / sqrt(running_var + eps) (in double).
   virtual void batchnorm_inference_stats(int64_t c, const float* running_mean, const float* running_var, double eps,
                                          float* mean, float* inv_std);
@@ -165,6 +172,10 @@ class Backend {
 inline void Backend::batchnorm_forward_training(int64_t, int64_t, int64_t, const float*, const float*, const float*, double,
                                          double, float*, float*, float*, float*, float*, float*) {
   host_step("batchnorm_forward_training");
+}
+inline void Backend::batchnorm_finish_statistics(int64_t, const double*, const double*, double, double, double, float*,
+                                                 float*, float*, float*, float*) {
+  host_step("batchnorm_finish_statistics");
 }
 inline void Backend::batchnorm_inference_stats(int64_t, const float*, const float*, double, float*, float*) {
   host_step("batchnorm_inference_stats");

@@ -229,7 +229,8 @@ class BatchNorm2d : public Module {
   void set_stats_reducer(StatsReducer reducer) { reducer_ = std::move(reducer); }
 
  private:
-  Tensor forward_on_device(const Tensor& input);  // GPU tensors: statistics stay on the device
+  // GPU tensors: statistics stay on the device, but for the vectors a reducer sums.
+  Tensor forward_on_device(const Tensor& input);
   Tensor backward_on_device(const Tensor& grad_output);
   BatchNormOptions options_;
   Parameter* weight_;

@@ -111,6 +111,19 @@ void CudaBackend::batchnorm_forward_training(int64_t n, int64_t c, int64_t hw, c
   kernels::batchnorm_apply(s, n, c, hw, x, save_mean, save_inv_std, gamma, beta, y);
 }
 
+void CudaBackend::batchnorm_finish_statistics(int64_t c, const double* mean, const double* squares, double count,
+                                              double eps, double momentum, float* running_mean, float* running_var,
+                                              float* num_batches_tracked, float* save_mean, float* save_inv_std) {
+  DeviceGuard on(context_.index());
+  const auto C = static_cast<std::size_t>(c);
+  auto stats = doubles(2 * C);  // mean | Σ(x - mean)², as batchnorm_forward_training's
+  context_.copy_to_device(stats.get(), mean, C * sizeof(double));
+  context_.copy_to_device(as_doubles(stats) + C, squares, C * sizeof(double));
+  kernels::batchnorm_finish_statistics(context_.stream(), c, as_doubles(stats), as_doubles(stats) + C, count, eps,
+                                       static_cast<float>(momentum), running_mean, running_var, num_batches_tracked,
+                                       save_mean, save_inv_std);
+}
+
 void CudaBackend::batchnorm_inference_stats(int64_t c, const float* running_mean, const float* running_var, double eps,
                                             float* mean, float* inv_std) {
   DeviceGuard on(context_.index());

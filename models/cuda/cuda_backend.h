@@ -6,10 +6,10 @@
 // interface) wait for it.
 //
 // Pointers are device memory, except the double arrays of channel_sums,
-// channel_centered_squares, batchnorm_grad_sums and batchnorm_backward_input, which are the
-// host's (those four serve the host-side batch-norm path, e.g. SyncBatchNorm's reducer,
-// and the tests against the CPU backend; BatchNorm2d on a GPU uses the device-resident
-// calls).
+// channel_centered_squares, batchnorm_grad_sums, batchnorm_backward_input and
+// batchnorm_finish_statistics, which are the host's (those serve the host-side batch-norm
+// path: SyncBatchNorm, whose reducer sums host vectors across ranks, and the tests against
+// the CPU backend; BatchNorm2d on a GPU without a reducer uses the device-resident calls).
 #pragma once
 
 #include <functional>
@@ -63,6 +63,9 @@ class CudaBackend final : public Backend {
                                   const float* beta, double eps, double momentum, float* running_mean,
                                   float* running_var, float* num_batches_tracked, float* save_mean,
                                   float* save_inv_std, float* y) override;
+  void batchnorm_finish_statistics(int64_t c, const double* mean, const double* squares, double count, double eps,
+                                   double momentum, float* running_mean, float* running_var,
+                                   float* num_batches_tracked, float* save_mean, float* save_inv_std) override;
   void batchnorm_inference_stats(int64_t c, const float* running_mean, const float* running_var, double eps,
                                  float* mean, float* inv_std) override;
   void batchnorm_backward_training(int64_t n, int64_t c, int64_t hw, const float* x, const float* dy,

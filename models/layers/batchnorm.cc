@@ -7,6 +7,52 @@
 #include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
+namespace {
+
+// The batch's per-channel mean and Σ(x - mean)², through host vectors: two passes, each one
+// vector so that SyncBatchNorm's reducer sums it across ranks at once: [Σx per channel |
+// count], then [Σ(x - mean)² per channel]. Works on either device (the backend's
+// channel_sums return host doubles).
+struct BatchStatistics {
+  std::vector<double> mean, squares;
+  double count = 0;
+};
+BatchStatistics batch_statistics(Backend& backend, const Tensor& input, const BatchNorm2d::StatsReducer& reducer,
+                                 const std::string& layer) {
+  const int64_t N = input.dim(0), C = input.dim(1), HW = input.dim(2) * input.dim(3);
+  const auto channels = static_cast<std::size_t>(C);
+  std::vector<double> sums(channels + 1);
+  backend.channel_sums(N, C, HW, input.data(), sums.data());
+  sums[channels] = double(N * HW);
+  if (reducer) reducer(sums);
+  BatchStatistics s;
+  s.count = sums[channels];
+  if (s.count <= 1)
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: " + layer + " in training mode needs more than one value per channel");
+  s.mean.resize(channels);
+  s.squares.resize(channels);
+  for (std::size_t c = 0; c < channels; ++c) s.mean[c] = sums[c] / s.count;
+  backend.channel_centered_squares(N, C, HW, input.data(), s.mean.data(), s.squares.data());
+  if (reducer) reducer(s.squares);
+  return s;
+}
+
+// grad[c] += (float) sums[c], on grad's device (a GPU gets the float values uploaded and
+// added there: the same float additions as the host loop).
+void add_sums(Tensor& grad, const double* sums) {
+  const int64_t C = grad.numel();
+  if (grad.device().is_cpu()) {
+    for (int64_t c = 0; c < C; ++c) grad[c] += static_cast<float>(sums[c]);
+    return;
+  }
+  Tensor values = Tensor::uninitialized({C});
+  for (int64_t c = 0; c < C; ++c) values[c] = static_cast<float>(sums[c]);
+  const Tensor uploaded = values.to(grad.device());
+  compute(grad.device()).add_into(C, grad.data(), uploaded.data());
+}
+
+}  // namespace
 
 BatchNorm2d::BatchNorm2d(const BatchNormOptions& options) : options_(options) {
   weight_ = &add_parameter("weight", {options.channels});
@@ -34,24 +80,12 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
       inv_std_[c] = static_cast<float>(1.0 / std::sqrt(double((*running_var_)[c]) + options_.eps));
     }
   } else {
-    // Two passes, each one vector so that SyncBatchNorm reduces it across ranks at once:
-    // [Σx per channel | count], then [Σ(x - mean)² per channel].
-    std::vector<double> sums(static_cast<std::size_t>(C + 1));
-    compute().channel_sums(N, C, HW, input.data(), sums.data());
-    sums[static_cast<std::size_t>(C)] = double(N * HW);
-    if (reducer_) reducer_(sums);
-    count_ = sums[static_cast<std::size_t>(C)];
-    if (count_ <= 1)
-      throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name +
-                                                   " in training mode needs more than one value per channel");
-    std::vector<double> mean(static_cast<std::size_t>(C)), squares(static_cast<std::size_t>(C));
-    for (int64_t c = 0; c < C; ++c) mean[static_cast<std::size_t>(c)] = sums[static_cast<std::size_t>(c)] / count_;
-    compute().channel_centered_squares(N, C, HW, input.data(), mean.data(), squares.data());
-    if (reducer_) reducer_(squares);
+    const BatchStatistics s = batch_statistics(compute(), input, reducer_, weight_->name);
+    count_ = s.count;
     const float m = static_cast<float>(options_.momentum);
     for (int64_t c = 0; c < C; ++c) {
-      const double var = squares[static_cast<std::size_t>(c)] / count_;
-      mean_[c] = static_cast<float>(mean[static_cast<std::size_t>(c)]);
+      const double var = s.squares[static_cast<std::size_t>(c)] / count_;
+      mean_[c] = static_cast<float>(s.mean[static_cast<std::size_t>(c)]);
       inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + options_.eps));
       (*running_mean_)[c] = (1 - m) * (*running_mean_)[c] + m * mean_[c];
       (*running_var_)[c] = (1 - m) * (*running_var_)[c] + m * static_cast<float>(var * count_ / (count_ - 1));
@@ -67,28 +101,31 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
 Tensor BatchNorm2d::backward(const Tensor& grad_output) {
   const int64_t C = options_.channels, N = input_.dim(0), HW = input_.dim(2) * input_.dim(3);
   check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
-  if (!input_.device().is_cpu()) return backward_on_device(grad_output);
+  const Device device = input_.device();
+  if (!device.is_cpu() && !reducer_) return backward_on_device(grad_output);
+  // Through host vectors: on the CPU, and on a GPU for SyncBatchNorm (its reducer sums
+  // host vectors across ranks).
+  Backend& backend = compute(device);
   std::vector<double> sums(static_cast<std::size_t>(2 * C));
-  compute().batchnorm_grad_sums(N, C, HW, input_.data(), grad_output.data(), mean_.data(),
-                                inv_std_.data(), sums.data(), sums.data() + C);
+  backend.batchnorm_grad_sums(N, C, HW, input_.data(), grad_output.data(), mean_.data(), inv_std_.data(),
+                              sums.data(), sums.data() + C);
   // The parameter gradients are this rank's; the input gradient needs the global sums.
-  for (int64_t c = 0; c < C; ++c) {
-    bias_->grad[c] += static_cast<float>(sums[static_cast<std::size_t>(c)]);
-    weight_->grad[c] += static_cast<float>(sums[static_cast<std::size_t>(C + c)]);
-  }
+  add_sums(bias_->grad, sums.data());
+  add_sums(weight_->grad, sums.data() + C);
   if (reducer_) reducer_(sums);
-  Tensor dx = Tensor::uninitialized(input_.shape());
-  compute().batchnorm_backward_input(N, C, HW, input_.data(), grad_output.data(), mean_.data(),
-                                     inv_std_.data(), weight_->value.data(), sums.data(),
-                                     sums.data() + C, count_, dx.data());
+  Tensor dx = Tensor::uninitialized(input_.shape(), device);
+  backend.batchnorm_backward_input(N, C, HW, input_.data(), grad_output.data(), mean_.data(), inv_std_.data(),
+                                   weight_->value.data(), sums.data(), sums.data() + C, count_, dx.data());
   input_ = Tensor();
   grad_ready(*weight_);
   grad_ready(*bias_);
   return dx;
 }
 
-// On a GPU the statistics never come to the host: one backend call computes them (in
-// double, two passes, as above), updates the running statistics and normalises.
+// On a GPU the statistics never come to the host (one backend call computes them in double,
+// two passes, as above, updates the running statistics and normalises), except with a
+// stats reducer (SyncBatchNorm): then the per-channel sums come to the host for it, go back,
+// and the rest stays on the device.
 Tensor BatchNorm2d::forward_on_device(const Tensor& input) {
   const int64_t C = options_.channels, N = input.dim(0), HW = input.dim(2) * input.dim(3);
   const Device device = input.device();
@@ -103,10 +140,17 @@ Tensor BatchNorm2d::forward_on_device(const Tensor& input) {
                             bias_->value.data(), y.data());
     return y;
   }
-  if (reducer_)
-    throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name +
-                                                 ": synchronized batch norm has no GPU path yet (input on " +
-                                                 device_name(device) + ")");
+  if (reducer_) {
+    const BatchStatistics s = batch_statistics(backend, input, reducer_, weight_->name);
+    count_ = s.count;
+    backend.batchnorm_finish_statistics(C, s.mean.data(), s.squares.data(), count_, options_.eps, options_.momentum,
+                                        running_mean_->data(), running_var_->data(), num_batches_tracked_->data(),
+                                        mean_.data(), inv_std_.data());
+    backend.batchnorm_apply(N, C, HW, input.data(), mean_.data(), inv_std_.data(), weight_->value.data(),
+                            bias_->value.data(), y.data());
+    input_ = input;
+    return y;
+  }
   count_ = double(N * HW);
   if (count_ <= 1)
     throw Error(StatusCode::InvalidArgument, "kolo: " + weight_->name +

@@ -64,6 +64,101 @@ TEST_CASE("a batch-norm layer on the GPU trains and evaluates as on the CPU", "[
   CHECK(rel_l2(gpu.forward(x.to(kGpu)), cpu.forward(x)) < 1e-6);
 }
 
+namespace {
+
+// A batch-norm layer with the given weights on `device`; its reducer (if `reduce`) stands in
+// for another rank: it records each vector, then adds that rank's part, v[i]·factor + shift·i
+// (factor 1, shift 0: a second rank with the same batch).
+struct ReducedBatchNorm {
+  BatchNorm2d layer;
+  std::vector<std::vector<double>> handed;
+  ReducedBatchNorm(kolo::Device device, bool reduce, double factor, double shift)
+      : layer({.channels = 6, .eps = 1e-5, .momentum = 0.1}) {
+    layer.weight().value.copy_from(random_tensor({6}, 1));
+    layer.bias().value.copy_from(random_tensor({6}, 2));
+    layer.to(device);
+    layer.set_needs_input_grad(true);
+    if (reduce)
+      layer.set_stats_reducer([this, factor, shift](std::vector<double>& v) {
+        handed.push_back(v);
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] += v[i] * factor + shift * double(i);
+      });
+  }
+};
+
+double rel_diff(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+}  // namespace
+
+TEST_CASE("synchronized batch norm on the GPU hands its reducer the CPU's sums and trains as the CPU",
+          "[gpu][batchnorm][syncbn]") {
+  ReducedBatchNorm cpu(kolo::Device::cpu(), true, 0.5, 3.0), gpu(kGpu, true, 0.5, 3.0);
+  for (int step = 0; step < 2; ++step) {
+    Tensor x = random_tensor({4, 6, 5, 3}, 10 + step, 3.0);
+    for (int64_t i = 0; i < x.numel(); ++i) x[i] += 50.0f;
+    const Tensor dy = random_tensor(x.shape(), 20 + step);
+    const Tensor y = cpu.layer.forward(x), dx = cpu.layer.backward(dy);
+    const Tensor gy = gpu.layer.forward(x.to(kGpu)), gdx = gpu.layer.backward(dy.to(kGpu));
+    CHECK(gy.device() == kGpu);
+    CHECK(gdx.device() == kGpu);
+    CHECK(rel_l2(gy, y) < 1e-6);
+    CHECK(rel_l2(gdx, dx) < 1e-5);
+  }
+  // Per step: [Σx | count], [Σ(x - mean)²], [Σdy | Σdy·xhat], as the CPU hands them.
+  REQUIRE(gpu.handed.size() == 6);
+  REQUIRE(cpu.handed.size() == 6);
+  for (std::size_t i = 0; i < 6; ++i) {
+    INFO("vector " << i);
+    CHECK(gpu.handed[i].size() == std::vector<std::size_t>{7, 6, 12}[i % 3]);
+    CHECK(rel_diff(gpu.handed[i], cpu.handed[i]) < 1e-12);
+  }
+  CHECK(rel_l2(gpu.layer.weight().grad, cpu.layer.weight().grad) < 1e-6);
+  CHECK(rel_l2(gpu.layer.bias().grad, cpu.layer.bias().grad) < 1e-6);
+  CHECK(rel_l2(gpu.layer.running_mean(), cpu.layer.running_mean()) < 1e-6);
+  CHECK(rel_l2(gpu.layer.running_var(), cpu.layer.running_var()) < 1e-6);
+  CHECK(identical(*gpu.layer.find_buffer("num_batches_tracked"), *cpu.layer.find_buffer("num_batches_tracked")));
+
+  // Evaluation uses the running statistics alone: the reducer is not called.
+  gpu.layer.eval();
+  cpu.layer.eval();
+  const Tensor x = random_tensor({2, 6, 4, 4}, 30);
+  CHECK(rel_l2(gpu.layer.forward(x.to(kGpu)), cpu.layer.forward(x)) < 1e-6);
+  CHECK(gpu.handed.size() == 6);
+}
+
+TEST_CASE("synchronized batch norm on the GPU over two equal batches normalises as one batch", "[gpu][batchnorm][syncbn]") {
+  // The same batch on the "other rank": the global mean and variance are this batch's, so
+  // y and dx are the unsynchronized layer's; the running variance's unbiased correction
+  // sees twice the count.
+  ReducedBatchNorm synced(kGpu, true, 1.0, 0.0), alone(kGpu, false, 0, 0);
+  Tensor x = random_tensor({3, 6, 4, 4}, 40, 2.0);
+  const Tensor dy = random_tensor(x.shape(), 41);
+  const Tensor y = synced.layer.forward(x.to(kGpu)), y1 = alone.layer.forward(x.to(kGpu));
+  const Tensor dx = synced.layer.backward(dy.to(kGpu)), dx1 = alone.layer.backward(dy.to(kGpu));
+  CHECK(rel_l2(y, y1.cpu()) < 1e-6);
+  CHECK(rel_l2(dx, dx1.cpu()) < 1e-5);
+  // The parameter gradients are this rank's own (the runtime averages them across ranks).
+  CHECK(rel_l2(synced.layer.weight().grad, alone.layer.weight().grad.cpu()) < 1e-6);
+  CHECK(rel_l2(synced.layer.bias().grad, alone.layer.bias().grad.cpu()) < 1e-6);
+  CHECK(rel_l2(synced.layer.running_mean(), alone.layer.running_mean().cpu()) < 1e-6);
+  const Tensor var = alone.layer.running_var().cpu();
+  Tensor want = var.clone();
+  const double m = 3 * 16;  // values per channel on one rank
+  for (int64_t c = 0; c < 6; ++c) {  // running_var = 0.9 + 0.1·var_unbiased(count)
+    const double batch_var = (double(var[c]) - 0.9) / 0.1 * (m - 1) / m;
+    want[c] = static_cast<float>(0.9 + 0.1 * batch_var * (2 * m) / (2 * m - 1));
+  }
+  CHECK(rel_l2(synced.layer.running_var(), want) < 1e-5);
+}
+
 TEST_CASE("dropout on the GPU drops the CPU's elements and scales as the CPU does", "[gpu][dropout]") {
   Dropout cpu(0.3, 42), gpu(0.3, 42);  // same seed: same masks
   cpu.train();
@@ -145,8 +240,8 @@ TEST_CASE("GPU layers refuse mixed devices and paths they do not have, with clea
   CHECK_THROWS_WITH(conv.forward(Tensor({1, 3, 8, 8}, kGpu)), Catch::Contains("is on cpu but the input is on cuda:0"));
   BatchNorm2d bn({.channels = 3});
   bn.to(kGpu);
-  bn.set_stats_reducer([](std::vector<double>&) {});
-  CHECK_THROWS_WITH(bn.forward(Tensor({2, 3, 2, 2}, kGpu)), Catch::Contains("no GPU path"));
+  bn.set_stats_reducer([](std::vector<double>& v) { v.back() = 1; });  // a count of 1 in all
+  CHECK_THROWS_WITH(bn.forward(Tensor({2, 3, 2, 2}, kGpu)), Catch::Contains("more than one value per channel"));
   Parameter p{"p", Tensor({3}, kGpu), Tensor({3}, kGpu)};
   Parameter q{"q", Tensor({3}), Tensor({3})};
   SGD mixed({&p, &q}, {.lr = 0.1});
