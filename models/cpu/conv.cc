@@ -48,6 +48,31 @@ const std::vector<int32_t>& tap_offsets(const ConvShape& s) {
   return cache.emplace(key, std::move(offsets)).first->second;
 }
 
+// The kernel taps (r·K + k) the GEMMs work on, in order. Taps that see only padding for
+// every output pixel (a 3×3 convolution on a 1×1 map uses just its centre tap, as in
+// ResNet's last stage at 32×32 inputs) contribute nothing, and leaving them out of the
+// column matrix and the GEMMs is 9× less arithmetic there. It costs a gather of the live
+// taps' weights, which reads all the weights' cache lines, so it pays only where most
+// taps are dead (measured on ResNet-18's last stage: with 1 live tap of 9 a convolution
+// takes half the time, with 4 of 9 a third more).
+std::vector<int32_t> gemm_taps(const ConvShape& s) {
+  auto reads_input = [&](int64_t tap, int64_t outputs, int64_t size) {
+    for (int64_t o = 0; o < outputs; ++o)
+      if (const int64_t i = o * s.stride - s.padding + tap; i >= 0 && i < size) return true;
+    return false;
+  };
+  std::vector<int32_t> live;
+  for (int64_t r = 0; r < s.kernel; ++r)
+    for (int64_t k = 0; k < s.kernel; ++k)
+      if (reads_input(r, s.out_height(), s.height) && reads_input(k, s.out_width(), s.width))
+        live.push_back(static_cast<int32_t>(r * s.kernel + k));
+  const int64_t all = s.kernel * s.kernel;
+  if (3 * static_cast<int64_t>(live.size()) <= all) return live;
+  std::vector<int32_t> every(static_cast<std::size_t>(all));
+  for (int64_t t = 0; t < all; ++t) every[static_cast<std::size_t>(t)] = static_cast<int32_t>(t);
+  return every;
+}
+
 // With output rows at least this wide, im2col and col2im work row by row: each (tap,
 // output row) is one run of the input row (contiguous at stride 1) plus zeros at the
 // edges, which the compiler vectorises. Narrower rows (ResNet's 4×4 and smaller late
@@ -65,70 +90,71 @@ std::pair<int64_t, int64_t> inside_columns(const ConvShape& s, int64_t k) {
   return {lo, std::max(lo, hi)};
 }
 
-// Column matrix of one image, channels [c0, c1): row (c, r, k), columns
-// [offset, offset + P*Q) of a row-major matrix with `ld` columns.
-void im2col(const ConvShape& s, const float* x, int64_t c0, int64_t c1, float* col, int64_t ld,
-            int64_t offset) {
-  const int64_t P = s.out_height(), Q = s.out_width(), PQ = P * Q, K = s.kernel, taps = K * K;
+// Column matrix of one image, channels [c0, c1): row (c, j) for the j-th of the `taps`,
+// columns [offset, offset + P*Q) of a row-major matrix with `ld` columns.
+void im2col(const ConvShape& s, const std::vector<int32_t>& taps, const float* x, int64_t c0, int64_t c1,
+            float* col, int64_t ld, int64_t offset) {
+  const int64_t P = s.out_height(), Q = s.out_width(), PQ = P * Q, K = s.kernel;
+  const int64_t L = static_cast<int64_t>(taps.size());
   if (by_rows(s)) {
     for (int64_t c = c0; c < c1; ++c) {
       const float* plane = x + c * s.height * s.width;
-      for (int64_t r = 0; r < K; ++r)
-        for (int64_t k = 0; k < K; ++k) {
-          float* out = col + (c * taps + r * K + k) * ld + offset;
-          const auto [lo, hi] = inside_columns(s, k);
-          for (int64_t p = 0; p < P; ++p, out += Q) {
-            const int64_t ih = p * s.stride - s.padding + r;
-            if (ih < 0 || ih >= s.height) {
-              std::fill(out, out + Q, 0.0f);
-              continue;
-            }
-            std::fill(out, out + lo, 0.0f);
-            const float* row = plane + ih * s.width;
-            const int64_t shift = k - s.padding;
-            if (s.stride == 1)
-              std::copy(row + lo + shift, row + hi + shift, out + lo);
-            else
-              for (int64_t q = lo; q < hi; ++q) out[q] = row[q * s.stride + shift];
-            std::fill(out + hi, out + Q, 0.0f);
+      for (int64_t j = 0; j < L; ++j) {
+        const int64_t r = taps[j] / K, k = taps[j] % K;
+        float* out = col + (c * L + j) * ld + offset;
+        const auto [lo, hi] = inside_columns(s, k);
+        for (int64_t p = 0; p < P; ++p, out += Q) {
+          const int64_t ih = p * s.stride - s.padding + r;
+          if (ih < 0 || ih >= s.height) {
+            std::fill(out, out + Q, 0.0f);
+            continue;
           }
+          std::fill(out, out + lo, 0.0f);
+          const float* row = plane + ih * s.width;
+          const int64_t shift = k - s.padding;
+          if (s.stride == 1)
+            std::copy(row + lo + shift, row + hi + shift, out + lo);
+          else
+            for (int64_t q = lo; q < hi; ++q) out[q] = row[q * s.stride + shift];
+          std::fill(out + hi, out + Q, 0.0f);
         }
+      }
     }
     return;
   }
   const int32_t* offsets = tap_offsets(s).data();
   for (int64_t c = c0; c < c1; ++c) {
     const float* plane = x + c * s.height * s.width;
-    for (int64_t t = 0; t < taps; ++t) {
-      float* out = col + (c * taps + t) * ld + offset;
-      const int32_t* from = offsets + t * PQ;
-      for (int64_t j = 0; j < PQ; ++j) out[j] = from[j] >= 0 ? plane[from[j]] : 0.0f;
+    for (int64_t j = 0; j < L; ++j) {
+      float* out = col + (c * L + j) * ld + offset;
+      const int32_t* from = offsets + taps[j] * PQ;
+      for (int64_t i = 0; i < PQ; ++i) out[i] = from[i] >= 0 ? plane[from[i]] : 0.0f;
     }
   }
 }
 
 // The adjoint of im2col: overwrites channels [c0, c1) of the image gradient with the
 // column matrix's contributions (added tap by tap in the same order on both paths).
-void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, int64_t c0, int64_t c1,
-            float* dx) {
-  const int64_t P = s.out_height(), Q = s.out_width(), PQ = P * Q, K = s.kernel, taps = K * K;
-  const int64_t HW = s.height * s.width;
+void col2im(const ConvShape& s, const std::vector<int32_t>& taps, const float* col, int64_t ld, int64_t offset,
+            int64_t c0, int64_t c1, float* dx) {
+  const int64_t P = s.out_height(), Q = s.out_width(), PQ = P * Q, K = s.kernel;
+  const int64_t L = static_cast<int64_t>(taps.size()), HW = s.height * s.width;
   if (by_rows(s)) {
     for (int64_t c = c0; c < c1; ++c) {
       float* plane = dx + c * HW;
       std::fill(plane, plane + HW, 0.0f);
-      for (int64_t r = 0; r < K; ++r)
-        for (int64_t k = 0; k < K; ++k) {
-          const float* in = col + (c * taps + r * K + k) * ld + offset;
-          const auto [lo, hi] = inside_columns(s, k);
-          for (int64_t p = 0; p < P; ++p, in += Q) {
-            const int64_t ih = p * s.stride - s.padding + r;
-            if (ih < 0 || ih >= s.height) continue;
-            float* row = plane + ih * s.width;
-            const int64_t shift = k - s.padding;
-            for (int64_t q = lo; q < hi; ++q) row[q * s.stride + shift] += in[q];
-          }
+      for (int64_t j = 0; j < L; ++j) {
+        const int64_t r = taps[j] / K, k = taps[j] % K;
+        const float* in = col + (c * L + j) * ld + offset;
+        const auto [lo, hi] = inside_columns(s, k);
+        for (int64_t p = 0; p < P; ++p, in += Q) {
+          const int64_t ih = p * s.stride - s.padding + r;
+          if (ih < 0 || ih >= s.height) continue;
+          float* row = plane + ih * s.width;
+          const int64_t shift = k - s.padding;
+          for (int64_t q = lo; q < hi; ++q) row[q * s.stride + shift] += in[q];
         }
+      }
     }
     return;
   }
@@ -136,11 +162,11 @@ void col2im(const ConvShape& s, const float* col, int64_t ld, int64_t offset, in
   for (int64_t c = c0; c < c1; ++c) {
     float* plane = dx + c * HW;
     std::fill(plane, plane + HW, 0.0f);
-    for (int64_t t = 0; t < taps; ++t) {
-      const float* in = col + (c * taps + t) * ld + offset;
-      const int32_t* to = offsets + t * PQ;
-      for (int64_t j = 0; j < PQ; ++j)
-        if (to[j] >= 0) plane[to[j]] += in[j];
+    for (int64_t j = 0; j < L; ++j) {
+      const float* in = col + (c * L + j) * ld + offset;
+      const int32_t* to = offsets + taps[j] * PQ;
+      for (int64_t i = 0; i < PQ; ++i)
+        if (to[i] >= 0) plane[to[i]] += in[i];
     }
   }
 }
@@ -149,7 +175,7 @@ bool is_pointwise(const ConvShape& s) { return s.kernel == 1 && s.stride == 1 &&
 
 // Per-thread scratch, grown on demand and kept between calls.
 float* scratch(int which, int64_t count) {
-  thread_local std::vector<float> buffers[3];
+  thread_local std::vector<float> buffers[5];
   std::vector<float>& b = buffers[which];
   if (static_cast<int64_t>(b.size()) < count) b.resize(static_cast<std::size_t>(count));
   return b.data();
@@ -171,19 +197,19 @@ void maybe_parallel(bool split, int64_t count, Body&& body) {
 // share evenly: ResNet's late stages, whose 1×1 to 4×4 maps make one group of the batch.
 class ImageGroup {
  public:
-  ImageGroup(const ConvShape& s, int64_t n0, int64_t images, bool split)
-      : s_(s), n0_(n0), images_(images), split_(split), PQ_(s.out_height() * s.out_width()),
-        HW_(s.height * s.width), CRS_(s.in_channels * s.kernel * s.kernel), cols_(images * PQ_),
+  ImageGroup(const ConvShape& s, const std::vector<int32_t>& taps, int64_t n0, int64_t images, bool split)
+      : s_(s), taps_(taps), n0_(n0), images_(images), split_(split), PQ_(s.out_height() * s.out_width()),
+        HW_(s.height * s.width), CRS_(s.in_channels * static_cast<int64_t>(taps.size())), cols_(images * PQ_),
         single_(images == 1) {}
 
-  // The (C·k·k) × cols column matrix: the input itself for a single image under a
+  // The (C·taps) × cols column matrix: the input itself for a single image under a
   // pointwise convolution, else built in scratch.
   const float* columns(const float* x) const {
     if (single_ && is_pointwise(s_)) return x + n0_ * s_.in_channels * HW_;
     float* buffer = scratch(0, CRS_ * cols_);
     maybe_parallel(split_, s_.in_channels, [&](int64_t c0, int64_t c1) {
       for (int64_t i = 0; i < images_; ++i)
-        im2col(s_, x + (n0_ + i) * s_.in_channels * HW_, c0, c1, buffer, cols_, i * PQ_);
+        im2col(s_, taps_, x + (n0_ + i) * s_.in_channels * HW_, c0, c1, buffer, cols_, i * PQ_);
     });
     return buffer;
   }
@@ -229,7 +255,7 @@ class ImageGroup {
     });
     if (dx == nullptr) return;
     const ConstMatrixMap weights(w, K, CRS_), dy_map(dyc, K, cols_);
-    const int64_t taps = s_.kernel * s_.kernel;
+    const int64_t taps = static_cast<int64_t>(taps_.size());
     if (single_ && is_pointwise(s_)) {  // dx is the column gradient itself
       float* dxn = dx + n0_ * s_.in_channels * HW_;
       maybe_parallel(split_, CRS_, [&](int64_t r0, int64_t r1) {
@@ -242,12 +268,13 @@ class ImageGroup {
       const int64_t r0 = c0 * taps, rows = (c1 - c0) * taps;
       MatrixMap(dcol + r0 * cols_, rows, cols_).noalias() = weights.middleCols(r0, rows).transpose() * dy_map;
       for (int64_t i = 0; i < images_; ++i)
-        col2im(s_, dcol, cols_, i * PQ_, c0, c1, dx + (n0_ + i) * s_.in_channels * HW_);
+        col2im(s_, taps_, dcol, cols_, i * PQ_, c0, c1, dx + (n0_ + i) * s_.in_channels * HW_);
     });
   }
 
  private:
   const ConvShape& s_;
+  const std::vector<int32_t>& taps_;
   int64_t n0_, images_;
   bool split_;
   int64_t PQ_, HW_, CRS_, cols_;
@@ -256,10 +283,11 @@ class ImageGroup {
 
 // Images are grouped so that each GEMM has at least kMinGemmColumns columns.
 struct Grouping {
+  std::vector<int32_t> taps = {};  // gemm_taps()
   int64_t images_per_group, groups;
   bool split;  // split each group across the threads instead of running groups in parallel
 
-  explicit Grouping(const ConvShape& s) {
+  explicit Grouping(const ConvShape& s) : taps(gemm_taps(s)) {
     const int64_t pixels = std::max<int64_t>(1, s.out_height() * s.out_width());
     images_per_group = std::clamp<int64_t>((kMinGemmColumns + pixels - 1) / pixels, 1, s.batch);
     groups = (s.batch + images_per_group - 1) / images_per_group;
@@ -270,15 +298,44 @@ struct Grouping {
   }
   ImageGroup group(const ConvShape& s, int64_t index) const {
     const int64_t n0 = index * images_per_group;
-    return ImageGroup(s, n0, std::min(images_per_group, s.batch - n0), split);
+    return ImageGroup(s, taps, n0, std::min(images_per_group, s.batch - n0), split);
+  }
+  bool uses_all_taps(const ConvShape& s) const { return static_cast<int64_t>(taps.size()) == s.kernel * s.kernel; }
+};
+
+// Rows of K·C weights, each with its kernel's taps: `all` per row in `from`, the live ones
+// (taps) per row in `to`. Gathering goes from `from`'s layout to `to`'s; scattering adds back.
+struct TapRows {
+  const std::vector<int32_t>& taps;
+  int64_t rows, all;
+
+  void gather(const float* from, float* to) const {
+    const int64_t live = static_cast<int64_t>(taps.size());
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t j = 0; j < live; ++j) to[row * live + j] = from[row * all + taps[j]];
+  }
+  void scatter_add(const float* from, float* to) const {
+    const int64_t live = static_cast<int64_t>(taps.size());
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t j = 0; j < live; ++j) to[row * all + taps[j]] += from[row * live + j];
   }
 };
+
+// The weights of the live taps only (w itself when all are live), in this thread's scratch.
+const float* live_weights(const ConvShape& s, const Grouping& g, const float* w) {
+  if (g.uses_all_taps(s)) return w;
+  const TapRows rows{g.taps, s.out_channels * s.in_channels, s.kernel * s.kernel};
+  float* live = scratch(3, rows.rows * static_cast<int64_t>(g.taps.size()));
+  rows.gather(w, live);
+  return live;
+}
 
 }  // namespace
 
 void CpuBackend::conv2d_forward(const ConvShape& s, const float* x, const float* w, const float* b,
                                 float* y) {
   const Grouping g(s);
+  w = live_weights(s, g, w);
   if (g.split) {
     for (int64_t i = 0; i < g.groups; ++i) g.group(s, i).forward(x, w, b, y);
     return;
@@ -289,9 +346,21 @@ void CpuBackend::conv2d_forward(const ConvShape& s, const float* x, const float*
 }
 
 void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
-                                 float* dx, float* dw, float* db) {
-  const int64_t K = s.out_channels, CRS = s.in_channels * s.kernel * s.kernel;
+                                 float* dx, float* dw_all, float* db) {
   const Grouping g(s);
+  const int64_t K = s.out_channels, CRS = s.in_channels * static_cast<int64_t>(g.taps.size());
+  // With dead taps, the GEMMs work on the live taps' weights and gradients, and the
+  // gradients are added into dw_all's layout at the end.
+  w = live_weights(s, g, w);
+  float* dw = dw_all;
+  if (!g.uses_all_taps(s)) {
+    dw = scratch(4, K * CRS);
+    std::fill(dw, dw + K * CRS, 0.0f);
+  }
+  const TapRows tap_rows{g.taps, K * s.in_channels, s.kernel * s.kernel};
+  auto finish = [&] {
+    if (dw != dw_all) tap_rows.scatter_add(dw, dw_all);
+  };
   std::vector<double> db_sum(db != nullptr ? static_cast<std::size_t>(K) : 0, 0.0);
   auto add_bias_grad = [&](const std::vector<double>& sums) {
     for (std::size_t k = 0; k < sums.size(); ++k) db[k] += static_cast<float>(sums[k]);
@@ -300,6 +369,7 @@ void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float
     for (int64_t i = 0; i < g.groups; ++i)
       g.group(s, i).backward(x, w, dy, dx, dw, db != nullptr ? db_sum.data() : nullptr);
     add_bias_grad(db_sum);
+    finish();
     return;
   }
   // Each thread sums its groups' weight gradients privately; they are added at the end.
@@ -320,6 +390,7 @@ void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float
     for (std::size_t i = 0; i < part.size(); ++i) dw[i] += part[i];
     add_bias_grad(db_partial[static_cast<std::size_t>(t)]);
   }
+  finish();
 }
 
 }  // namespace kolo::models::cpu

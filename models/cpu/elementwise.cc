@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "cpu_backend.h"
 #include "thread_pool.h"
@@ -71,41 +72,57 @@ void maxpool_2x2(const PoolShape& s, const float* x, float* y, int32_t* argmax) 
     }
   });
 }
-}  // namespace
 
-void CpuBackend::maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax) {
-  if (s.kernel == 2 && s.stride == 2 && s.padding == 0) return maxpool_2x2(s, x, y, argmax);
-  const int64_t P = s.out_height(), Q = s.out_width();
+// Any window: one output row at a time, tap by tap, so that each tap's comparison runs
+// across the row's outputs as a vectorisable select instead of a branchy scan per output.
+// Per output, taps are still visited in scan order and the same rule picks the winner:
+// strictly greater wins (ties keep the first maximum, as in PyTorch), NaN wins.
+void maxpool_rows(const PoolShape& s, const float* x, float* y, int32_t* argmax) {
+  const int64_t P = s.out_height(), Q = s.out_width(), W = s.width;
+  // For each tap column k, the outputs [lo, hi) whose column q·stride − padding + k is
+  // inside the row (worked out once: divisions in the inner loops cost more than the rest).
+  std::vector<std::pair<int64_t, int64_t>> inside(static_cast<std::size_t>(s.kernel));
+  for (int64_t k = 0; k < s.kernel; ++k) {
+    const int64_t shift = k - s.padding;
+    inside[static_cast<std::size_t>(k)] = {std::max<int64_t>(0, (-shift + s.stride - 1) / s.stride),
+                                           std::min<int64_t>(Q, shift < W ? (W - shift + s.stride - 1) / s.stride : 0)};
+  }
   parallel_for(s.batch * s.channels, [&](int64_t begin, int64_t end, int) {
     for (int64_t plane = begin; plane < end; ++plane) {
-      const float* in = x + plane * s.height * s.width;
-      float* out = y + plane * P * Q;
-      int32_t* arg = argmax + plane * P * Q;
+      const float* in = x + plane * s.height * W;
       for (int64_t p = 0; p < P; ++p) {
+        float* best = y + (plane * P + p) * Q;
+        int32_t* at = argmax + (plane * P + p) * Q;
         const int64_t h0 = p * s.stride - s.padding;
         const int64_t r_begin = std::max<int64_t>(0, -h0), r_end = std::min(s.kernel, s.height - h0);
+        // Start from each window's first input, so that a window of -inf picks it.
         for (int64_t q = 0; q < Q; ++q) {
-          const int64_t w0 = q * s.stride - s.padding;
-          const int64_t k_begin = std::max<int64_t>(0, -w0), k_end = std::min(s.kernel, s.width - w0);
-          int64_t best_index = (h0 + r_begin) * s.width + w0 + k_begin;
-          float best = in[best_index];
-          for (int64_t r = r_begin; r < r_end; ++r) {
-            const int64_t row = (h0 + r) * s.width + w0;
-            for (int64_t k = k_begin; k < k_end; ++k) {
-              const float v = in[row + k];
-              // Strictly greater: ties go to the first maximum, as in PyTorch; NaN wins.
-              if (v > best || v != v) {
-                best = v;
-                best_index = row + k;
-              }
+          best[q] = -std::numeric_limits<float>::infinity();
+          at[q] = static_cast<int32_t>((h0 + r_begin) * W + std::max<int64_t>(0, q * s.stride - s.padding));
+        }
+        for (int64_t r = r_begin; r < r_end; ++r) {
+          const int64_t row = (h0 + r) * W;
+          for (int64_t k = 0; k < s.kernel; ++k) {
+            const int64_t shift = k - s.padding;
+            const auto [lo, hi] = inside[static_cast<std::size_t>(k)];
+            for (int64_t q = lo; q < hi; ++q) {
+              const int64_t i = row + q * s.stride + shift;
+              const float v = in[i];
+              const bool wins = v > best[q] || v != v;
+              best[q] = wins ? v : best[q];
+              at[q] = wins ? static_cast<int32_t>(i) : at[q];
             }
           }
-          out[p * Q + q] = best;
-          arg[p * Q + q] = static_cast<int32_t>(best_index);
         }
       }
     }
   });
+}
+}  // namespace
+
+void CpuBackend::maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax) {
+  if (s.kernel == 2 && s.stride == 2 && s.padding == 0) return maxpool_2x2(s, x, y, argmax);
+  maxpool_rows(s, x, y, argmax);
 }
 
 void CpuBackend::maxpool_backward(const PoolShape& s, const float* dy, const int32_t* argmax,

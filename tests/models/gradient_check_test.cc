@@ -78,6 +78,54 @@ TEST_CASE("Conv2d backward matches finite differences (stride, padding, bias)", 
   check_gradients(pointwise, random_tensor({1, 5, 4, 4}, rng));
 }
 
+// Direct convolution in double: y[n][k][p][q] = b[k] + Σ w[k][c][r][s]·x[n][c][ih][iw].
+std::vector<double> direct_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, int64_t pad) {
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t K = w.shape()[0], R = w.shape()[2];
+  const int64_t P = (H + 2 * pad - R) / stride + 1, Q = (W + 2 * pad - R) / stride + 1;
+  std::vector<double> y(static_cast<std::size_t>(N * K * P * Q));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t q = 0; q < Q; ++q) {
+          double sum = b[k];
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t r = 0; r < R; ++r)
+              for (int64_t t = 0; t < R; ++t) {
+                const int64_t ih = p * stride - pad + r, iw = q * stride - pad + t;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                  sum += double(w[((k * C + c) * R + r) * R + t]) * double(x[((n * C + c) * H + ih) * W + iw]);
+              }
+          y[static_cast<std::size_t>(((n * K + k) * P + p) * Q + q)] = sum;
+        }
+  return y;
+}
+
+// Maps smaller than the kernel leave some taps reading only padding (a 3×3 convolution on
+// a 1×1 map uses only its centre): the backend leaves those taps out of its GEMMs, and the
+// forward, the input gradient and every weight's gradient (zero for the dead taps) must
+// not notice.
+TEST_CASE("Conv2d on maps smaller than its kernel matches a direct convolution and finite differences",
+          "[gradcheck]") {
+  struct Case {
+    int64_t size, kernel, stride, padding;
+  };
+  for (const Case c : {Case{1, 3, 1, 1}, Case{2, 3, 2, 1}, Case{1, 5, 1, 2}, Case{2, 5, 2, 2}}) {
+    INFO("map " << c.size << " kernel " << c.kernel << " stride " << c.stride << " padding " << c.padding);
+    std::mt19937_64 rng(3);
+    Conv2d conv({.in_channels = 3, .out_channels = 4, .kernel = c.kernel, .stride = c.stride, .padding = c.padding,
+                 .bias = true});
+    conv.weight().value.copy_from(random_tensor(conv.weight().value.shape(), rng, 0.3));
+    conv.bias()->value.copy_from(random_tensor({4}, rng, 0.3));
+    const Tensor x = random_tensor({3, 3, c.size, c.size}, rng);
+    const Tensor y = conv.forward(x.clone());
+    const std::vector<double> expected = direct_conv(x, conv.weight().value, conv.bias()->value, c.stride, c.padding);
+    REQUIRE(static_cast<std::size_t>(y.numel()) == expected.size());
+    for (int64_t i = 0; i < y.numel(); ++i) REQUIRE(y[i] == Approx(expected[i]).margin(1e-5));
+    check_gradients(conv, x);
+  }
+}
+
 TEST_CASE("BatchNorm2d training-mode backward matches finite differences", "[gradcheck]") {
   std::mt19937_64 rng(2);
   BatchNorm2d bn({.channels = 3});

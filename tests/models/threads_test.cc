@@ -70,7 +70,9 @@ TEST_CASE("convolution forward and backward agree between 1 and 2 threads in bot
                        Case{"three groups, split", 3, 16, 3, 1},
                        Case{"pointwise single-image groups, split", 3, 16, 1, 0},
                        Case{"pointwise single-image groups, one thread each", 6, 16, 1, 0},
-                       Case{"many groups, one thread each", 8, 20, 5, 2}}) {
+                       Case{"many groups, one thread each", 8, 20, 5, 2},
+                       Case{"taps reading only padding (1x1 maps), split", 3, 1, 3, 1},
+                       Case{"taps reading only padding (1x1 maps), one thread each", 512, 1, 3, 1}}) {
     INFO(c.what);
     const ConvResult one = conv_pass(1, c.batch, c.size, c.kernel, c.padding);
     const ConvResult two = conv_pass(2, c.batch, c.size, c.kernel, c.padding);
