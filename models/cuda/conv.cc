@@ -5,6 +5,13 @@
 // In float16/bfloat16 precision (set_compute_precision) the operands are cast into
 // temporary buffers, cuDNN computes in the reduced type with float32 accumulation, and the
 // results are cast back (dw is added to the float32 gradient): storage stays float32.
+// Since they are copied anyway, the casts may also transpose to channels-last (NHWC): for
+// each pass and shape, both layouts are measured once, casts included, and the faster one
+// is kept (ConvAlgorithmCache::choose_layout). Float32 stays NCHW: there is no copy to
+// fold a transposition into.
+#include <algorithm>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "models/cuda/cuda_backend.h"
@@ -22,11 +29,14 @@ cudnnDataType_t cudnn_type(DType d) {
   }
 }
 
+cudnnTensorFormat_t format(Layout layout) { return layout == Layout::NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
+
 class TensorDesc {
  public:
-  TensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, DType dtype) {
+  TensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, DType dtype, Layout layout) {
     KOLO_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
-    KOLO_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, cudnn_type(dtype), int(n), int(c), int(h), int(w)));
+    KOLO_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(d_, format(layout), cudnn_type(dtype), int(n), int(c), int(h), int(w)));
   }
   ~TensorDesc() { cudnnDestroyTensorDescriptor(d_); }
   TensorDesc(const TensorDesc&) = delete;
@@ -39,9 +49,10 @@ class TensorDesc {
 
 class FilterDesc {
  public:
-  FilterDesc(const ConvShape& s, DType dtype) {
+  // NHWC is KRSC: out_channels, kernel rows, kernel columns, in_channels.
+  FilterDesc(const ConvShape& s, DType dtype, Layout layout) {
     KOLO_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d_));
-    KOLO_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d_, cudnn_type(dtype), CUDNN_TENSOR_NCHW, int(s.out_channels),
+    KOLO_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d_, cudnn_type(dtype), format(layout), int(s.out_channels),
                                                 int(s.in_channels), int(s.kernel), int(s.kernel)));
   }
   ~FilterDesc() { cudnnDestroyFilterDescriptor(d_); }
@@ -71,47 +82,141 @@ class ConvDesc {
   cudnnConvolutionDescriptor_t d_ = nullptr;
 };
 
-// Everything one convolution call needs: descriptors in the compute precision, and the
-// operands in it (cast copies when it is not float32).
+// The descriptors of x (dx), y (dy) and w (dw) in one layout and the compute precision.
+struct LayoutDescs {
+  LayoutDescs(const ConvShape& s, DType dtype, Layout layout)
+      : x(s.batch, s.in_channels, s.height, s.width, dtype, layout),
+        y(s.batch, s.out_channels, s.out_height(), s.out_width(), dtype, layout),
+        w(s, dtype, layout) {}
+  TensorDesc x, y;
+  FilterDesc w;
+};
+
+// An operand as (n, c, hw): x and y are (batch, channels, pixels), w is (out_channels,
+// in_channels, kernel²).
+struct Dims {
+  int64_t n, c, hw;
+  int64_t count() const { return n * c * hw; }
+};
+
+// CUDA events around work on a stream: its time on the GPU, in ms.
+float elapsed_ms(DeviceContext& context, const std::function<void()>& work) {
+  struct Event {
+    Event() { KOLO_CUDA_CHECK(cudaEventCreate(&e)); }
+    ~Event() { cudaEventDestroy(e); }
+    cudaEvent_t e = nullptr;
+  } start, stop;
+  KOLO_CUDA_CHECK(cudaEventRecord(start.e, context.stream()));
+  work();
+  KOLO_CUDA_CHECK(cudaEventRecord(stop.e, context.stream()));
+  wait_for(stop.e, 600, "timing a convolution's casts");
+  float ms = 0;
+  KOLO_CUDA_CHECK(cudaEventElapsedTime(&ms, start.e, stop.e));
+  return ms;
+}
+
+// Everything one convolution call needs: descriptors in the compute precision (per layout,
+// made when first used), and the operands in it (cast copies when it is not float32, one
+// per operand and layout).
 struct ConvCall {
   ConvCall(DeviceContext& context, const ConvShape& s)
       : context(context),
         shape(s),
         dtype(context.precision.load()),
         tf32(dtype == DType::Float32 && context.allow_tf32.load()),
-        x_desc(s.batch, s.in_channels, s.height, s.width, dtype),
-        y_desc(s.batch, s.out_channels, s.out_height(), s.out_width(), dtype),
-        w_desc(s, dtype),
-        conv(s, dtype != DType::Float32 ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH) {}
+        math(dtype != DType::Float32 ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+        conv(s, math) {}
 
-  int64_t x_count() const { return shape.batch * shape.in_channels * shape.height * shape.width; }
-  int64_t y_count() const { return shape.batch * shape.out_channels * shape.out_height() * shape.out_width(); }
-  int64_t w_count() const { return shape.out_channels * shape.in_channels * shape.kernel * shape.kernel; }
+  Dims x_dims() const { return {shape.batch, shape.in_channels, shape.height * shape.width}; }
+  Dims y_dims() const { return {shape.batch, shape.out_channels, shape.out_height() * shape.out_width()}; }
+  Dims w_dims() const { return {shape.out_channels, shape.in_channels, shape.kernel * shape.kernel}; }
   bool reduced() const { return dtype != DType::Float32; }
+  std::size_t bytes(Dims d) const { return static_cast<std::size_t>(d.count()) * dtype_size(dtype); }
 
-  // `data` in the compute precision: itself, or a cast copy kept alive by this call.
-  const void* operand(const float* data, int64_t count) {
+  const LayoutDescs& descs(Layout layout) {
+    std::unique_ptr<LayoutDescs>& d = descs_[static_cast<int>(layout)];
+    if (!d) d = std::make_unique<LayoutDescs>(shape, dtype, layout);
+    return *d;
+  }
+
+  // `data` in the compute precision and `layout`: itself (float32 is NCHW), or a cast copy
+  // kept alive by this call.
+  const void* operand(const float* data, Dims dims, Layout layout) {
     if (!reduced()) return data;
-    std::shared_ptr<void> copy = context.allocate(static_cast<std::size_t>(count) * dtype_size(dtype));
-    kernels::to_reduced(context.stream(), count, data, copy.get(), dtype);
-    keep.push_back(copy);
+    for (const Operand& o : operands_)
+      if (o.source == data && o.layout == layout) return o.copy.get();
+    std::shared_ptr<void> copy = context.allocate(bytes(dims));
+    cast(data, dims, layout, copy.get());
+    operands_.push_back({data, layout, copy});
     return copy.get();
   }
-  // Where a result of `count` elements is written: `out` itself, or a reduced buffer that
-  // finish() casts into `out`.
-  void* result(float* out, int64_t count) {
+  // Where a result is written: `out` itself, or a reduced buffer that finish() casts into
+  // `out` (in either layout: the buffer's size does not depend on it).
+  void* result(float* out, Dims dims) {
     if (!reduced()) return out;
-    std::shared_ptr<void> buffer = context.allocate(static_cast<std::size_t>(count) * dtype_size(dtype));
-    keep.push_back(buffer);
+    std::shared_ptr<void> buffer = context.allocate(bytes(dims));
+    results_.push_back(buffer);
     return buffer.get();
   }
-  void finish(const void* result, float* out, int64_t count, bool accumulate) {
-    if (reduced()) kernels::from_reduced(context.stream(), count, result, dtype, out, accumulate);
+  void finish(const void* result, float* out, Dims dims, Layout layout, bool accumulate) {
+    if (!reduced()) return;
+    if (layout == Layout::NHWC)
+      kernels::from_reduced_nhwc(context.stream(), dims.n, dims.c, dims.hw, result, dtype, out, accumulate);
+    else
+      kernels::from_reduced(context.stream(), dims.count(), result, dtype, out, accumulate);
   }
-  ConvKey key(ConvPass pass) const {
-    return {pass, shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
-            shape.stride, shape.padding, dtype, Layout::NCHW, tf32};
+  void cast(const float* data, Dims dims, Layout layout, void* copy) {
+    if (layout == Layout::NHWC)
+      kernels::to_reduced_nhwc(context.stream(), dims.n, dims.c, dims.hw, data, copy, dtype);
+    else
+      kernels::to_reduced(context.stream(), dims.count(), data, copy, dtype);
   }
+
+  // What `pass` casts in `layout` (two operands in, the result out), timed on scratch memory
+  // (after one untimed round: a kernel's first launch may load its module).
+  float cast_ms(ConvPass pass, Layout layout) {
+    const Dims in1 = pass == ConvPass::BackwardData ? y_dims() : x_dims();
+    const Dims in2 = pass == ConvPass::BackwardFilter ? y_dims() : w_dims();
+    const Dims out = pass == ConvPass::Forward ? y_dims() : pass == ConvPass::BackwardData ? x_dims() : w_dims();
+    const bool accumulate = pass == ConvPass::BackwardFilter;
+    const int64_t most = std::max({in1.count(), in2.count(), out.count()});
+    auto floats = context.allocate(static_cast<std::size_t>(most) * sizeof(float));
+    auto reduced_scratch = context.allocate(bytes({most, 1, 1}));
+    float* f = static_cast<float*>(floats.get());
+    void* r = reduced_scratch.get();
+    const auto casts = [&] {
+      cast(f, in1, layout, r);
+      cast(f, in2, layout, r);
+      finish(r, f, out, layout, accumulate);
+    };
+    casts();
+    constexpr int kRounds = 3;
+    return elapsed_ms(context, [&] {
+             for (int i = 0; i < kRounds; ++i) casts();
+           }) / kRounds;
+  }
+
+  // The layout and algorithm of `pass`: NCHW in float32; in float16/bfloat16 the faster
+  // layout, casts included (or the one set_channels_last forces). `find` measures cuDNN's
+  // candidates in a layout.
+  using LayoutFinder = std::function<std::vector<AlgoCandidate>(const LayoutDescs& d, Layout layout, std::size_t limit)>;
+  LayoutChoice plan(ConvAlgorithmCache& cache, ConvPass pass, const LayoutFinder& find) {
+    const ConvAlgorithmCache::Finder finder = [&](const ConvKey& key, std::size_t limit) {
+      conv.set_math(math);  // search with this call's math type, not a previous pass's choice
+      return find(descs(key.layout), key.layout, limit);
+    };
+    const ConvKey key{pass,         shape.batch,  shape.in_channels, shape.height, shape.width, shape.out_channels,
+                      shape.kernel, shape.stride, shape.padding,     dtype,        Layout::NCHW, tf32};
+    LayoutChoice chosen;
+    if (reduced())
+      chosen = cache.choose_layout(
+          key, finder, [&](Layout layout) { return cast_ms(pass, layout); }, context.channels_last.load());
+    else
+      chosen.choice = cache.choose(key, finder);
+    conv.set_math(static_cast<cudnnMathType_t>(chosen.choice.math_type));
+    return chosen;
+  }
+
   // Workspace for measuring: as much of `limit` as the device has room for.
   std::shared_ptr<void> search_workspace(std::size_t limit, std::size_t& bytes) {
     for (std::size_t want : {limit, limit / 8, std::size_t{0}}) {
@@ -128,11 +233,19 @@ struct ConvCall {
   DeviceContext& context;
   const ConvShape shape;
   const DType dtype;
-  const bool tf32;  // before conv: it chooses the math type
-  TensorDesc x_desc, y_desc;
-  FilterDesc w_desc;
+  const bool tf32;
+  const cudnnMathType_t math;  // what the searches use
   ConvDesc conv;
-  std::vector<std::shared_ptr<void>> keep;
+
+ private:
+  struct Operand {
+    const float* source;
+    Layout layout;
+    std::shared_ptr<void> copy;
+  };
+  std::unique_ptr<LayoutDescs> descs_[2];
+  std::vector<Operand> operands_;
+  std::vector<std::shared_ptr<void>> results_;
 };
 
 template <typename Perf>
@@ -149,26 +262,30 @@ std::vector<AlgoCandidate> candidates(const Perf* perf, int returned) {
 void CudaBackend::conv2d_forward(const ConvShape& s, const float* x, const float* w, const float* b, float* y) {
   DeviceGuard on(context_.index());
   ConvCall call(context_, s);
-  const void* xr = call.operand(x, call.x_count());
-  const void* wr = call.operand(w, call.w_count());
-  void* yr = call.result(y, call.y_count());
-  const ConvChoice choice = algorithms_.choose(call.key(ConvPass::Forward), [&](const ConvKey&, std::size_t limit) {
-    std::size_t bytes = 0;
-    auto workspace = call.search_workspace(limit, bytes);
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int returned = 0;
-    KOLO_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-        context_.cudnn(), call.x_desc.get(), xr, call.w_desc.get(), wr, call.conv.get(), call.y_desc.get(), yr,
-        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace.get(), bytes));
-    return candidates(perf, returned);
-  });
-  call.conv.set_math(static_cast<cudnnMathType_t>(choice.math_type));
-  auto workspace = context_.allocate(choice.workspace_bytes);
+  void* yr = call.result(y, call.y_dims());
+  const LayoutChoice plan =
+      call.plan(algorithms_, ConvPass::Forward, [&](const LayoutDescs& d, Layout layout, std::size_t limit) {
+        const void* xr = call.operand(x, call.x_dims(), layout);
+        const void* wr = call.operand(w, call.w_dims(), layout);
+        std::size_t bytes = 0;
+        auto workspace = call.search_workspace(limit, bytes);
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int returned = 0;
+        KOLO_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(context_.cudnn(), d.x.get(), xr, d.w.get(), wr,
+                                                                call.conv.get(), d.y.get(), yr,
+                                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf,
+                                                                workspace.get(), bytes));
+        return candidates(perf, returned);
+      });
+  const LayoutDescs& d = call.descs(plan.layout);
+  const void* xr = call.operand(x, call.x_dims(), plan.layout);
+  const void* wr = call.operand(w, call.w_dims(), plan.layout);
+  auto workspace = context_.allocate(plan.choice.workspace_bytes);
   const float one = 1.0f, zero = 0.0f;
-  KOLO_CUDNN_CHECK(cudnnConvolutionForward(context_.cudnn(), &one, call.x_desc.get(), xr, call.w_desc.get(), wr,
-                                           call.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(choice.algorithm),
-                                           workspace.get(), choice.workspace_bytes, &zero, call.y_desc.get(), yr));
-  call.finish(yr, y, call.y_count(), false);
+  KOLO_CUDNN_CHECK(cudnnConvolutionForward(context_.cudnn(), &one, d.x.get(), xr, d.w.get(), wr, call.conv.get(),
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(plan.choice.algorithm),
+                                           workspace.get(), plan.choice.workspace_bytes, &zero, d.y.get(), yr));
+  call.finish(yr, y, call.y_dims(), plan.layout, false);
   if (b != nullptr) kernels::add_channel_bias(context_.stream(), s.batch, s.out_channels, s.out_height() * s.out_width(), y, b);
 }
 
@@ -178,54 +295,59 @@ void CudaBackend::conv2d_backward(const ConvShape& s, const float* x, const floa
   ConvCall call(context_, s);
   const float one = 1.0f, zero = 0.0f;
   if (db != nullptr) add_channel_sums(s.batch, s.out_channels, s.out_height() * s.out_width(), dy, db);
-  const void* dyr = call.operand(dy, call.y_count());
   if (dx != nullptr) {
-    const void* wr = call.operand(w, call.w_count());
-    void* dxr = call.result(dx, call.x_count());
-    const ConvChoice choice =
-        algorithms_.choose(call.key(ConvPass::BackwardData), [&](const ConvKey&, std::size_t limit) {
+    void* dxr = call.result(dx, call.x_dims());
+    const LayoutChoice plan =
+        call.plan(algorithms_, ConvPass::BackwardData, [&](const LayoutDescs& d, Layout layout, std::size_t limit) {
+          const void* wr = call.operand(w, call.w_dims(), layout);
+          const void* dyr = call.operand(dy, call.y_dims(), layout);
           std::size_t bytes = 0;
           auto workspace = call.search_workspace(limit, bytes);
           cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
           int returned = 0;
           KOLO_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-              context_.cudnn(), call.w_desc.get(), wr, call.y_desc.get(), dyr, call.conv.get(), call.x_desc.get(), dxr,
+              context_.cudnn(), d.w.get(), wr, d.y.get(), dyr, call.conv.get(), d.x.get(), dxr,
               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, workspace.get(), bytes));
           return candidates(perf, returned);
         });
-    call.conv.set_math(static_cast<cudnnMathType_t>(choice.math_type));
-    auto workspace = context_.allocate(choice.workspace_bytes);
+    const LayoutDescs& d = call.descs(plan.layout);
+    const void* wr = call.operand(w, call.w_dims(), plan.layout);
+    const void* dyr = call.operand(dy, call.y_dims(), plan.layout);
+    auto workspace = context_.allocate(plan.choice.workspace_bytes);
     KOLO_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        context_.cudnn(), &one, call.w_desc.get(), wr, call.y_desc.get(), dyr, call.conv.get(),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algorithm), workspace.get(), choice.workspace_bytes, &zero,
-        call.x_desc.get(), dxr));
-    call.finish(dxr, dx, call.x_count(), false);
+        context_.cudnn(), &one, d.w.get(), wr, d.y.get(), dyr, call.conv.get(),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.choice.algorithm), workspace.get(),
+        plan.choice.workspace_bytes, &zero, d.x.get(), dxr));
+    call.finish(dxr, dx, call.x_dims(), plan.layout, false);
   }
-  const void* xr = call.operand(x, call.x_count());
   // dw accumulates: cuDNN adds (beta = 1) in float32; in reduced precision the product goes
   // to a buffer first and is added while cast back.
-  void* dwr = call.result(dw, call.w_count());
-  const ConvChoice choice =
-      algorithms_.choose(call.key(ConvPass::BackwardFilter), [&](const ConvKey&, std::size_t limit) {
+  void* dwr = call.result(dw, call.w_dims());
+  const LayoutChoice plan =
+      call.plan(algorithms_, ConvPass::BackwardFilter, [&](const LayoutDescs& d, Layout layout, std::size_t limit) {
+        const void* xr = call.operand(x, call.x_dims(), layout);
+        const void* dyr = call.operand(dy, call.y_dims(), layout);
         std::size_t bytes = 0;
         auto workspace = call.search_workspace(limit, bytes);
         // The trials overwrite their output: measure into scratch, not into the gradient.
-        auto scratch = context_.allocate(static_cast<std::size_t>(call.w_count()) * dtype_size(call.dtype));
+        auto scratch = context_.allocate(static_cast<std::size_t>(call.w_dims().count()) * dtype_size(call.dtype));
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         int returned = 0;
         KOLO_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            context_.cudnn(), call.x_desc.get(), xr, call.y_desc.get(), dyr, call.conv.get(), call.w_desc.get(),
-            scratch.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, workspace.get(), bytes));
+            context_.cudnn(), d.x.get(), xr, d.y.get(), dyr, call.conv.get(), d.w.get(), scratch.get(),
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, workspace.get(), bytes));
         return candidates(perf, returned);
       });
-  call.conv.set_math(static_cast<cudnnMathType_t>(choice.math_type));
-  auto workspace = context_.allocate(choice.workspace_bytes);
+  const LayoutDescs& d = call.descs(plan.layout);
+  const void* xr = call.operand(x, call.x_dims(), plan.layout);
+  const void* dyr = call.operand(dy, call.y_dims(), plan.layout);
+  auto workspace = context_.allocate(plan.choice.workspace_bytes);
   const float* beta = call.reduced() ? &zero : &one;
   KOLO_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      context_.cudnn(), &one, call.x_desc.get(), xr, call.y_desc.get(), dyr, call.conv.get(),
-      static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algorithm), workspace.get(), choice.workspace_bytes, beta,
-      call.w_desc.get(), dwr));
-  call.finish(dwr, dw, call.w_count(), true);
+      context_.cudnn(), &one, d.x.get(), xr, d.y.get(), dyr, call.conv.get(),
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.choice.algorithm), workspace.get(),
+      plan.choice.workspace_bytes, beta, d.w.get(), dwr));
+  call.finish(dwr, dw, call.w_dims(), plan.layout, true);
 }
 
 }  // namespace kolo::models::cuda

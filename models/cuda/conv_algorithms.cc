@@ -1,6 +1,7 @@
 #include "models/cuda/conv_algorithms.h"
 
 #include <cstdio>
+#include <exception>
 
 namespace kolo::models::cuda {
 
@@ -32,7 +33,7 @@ bool pick_fastest(const std::vector<AlgoCandidate>& candidates, std::size_t work
     if (best == nullptr || c.time_ms < best->time_ms) best = &c;  // ties: cuDNN's order
   }
   if (best == nullptr) return false;
-  choice = {best->algorithm, best->workspace_bytes, best->math_type};
+  choice = {best->algorithm, best->workspace_bytes, best->math_type, best->time_ms};
   return true;
 }
 
@@ -52,6 +53,62 @@ ConvChoice ConvAlgorithmCache::choose(const ConvKey& key, const Finder& find) {
   return choice;
 }
 
+Layout pick_layout(float nchw_total_ms, float nhwc_total_ms) {
+  const bool nchw_ok = nchw_total_ms >= 0, nhwc_ok = nhwc_total_ms >= 0;  // false for NaN
+  return nhwc_ok && (!nchw_ok || nhwc_total_ms < nchw_total_ms) ? Layout::NHWC : Layout::NCHW;
+}
+
+std::optional<LayoutChoice> ConvAlgorithmCache::known_layout(const ConvKey& nchw, const Finder& find) {
+  Layout layout;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = layouts_.find(nchw);
+    if (it == layouts_.end()) return std::nullopt;
+    layout = it->second;
+  }
+  ConvKey key = nchw;
+  key.layout = layout;
+  return LayoutChoice{layout, choose(key, find)};  // remembered when the layout was chosen
+}
+
+LayoutChoice ConvAlgorithmCache::choose_layout(const ConvKey& key, const Finder& find, const CastTimer& cast_ms,
+                                               ChannelsLast mode) {
+  ConvKey nchw = key, nhwc = key;
+  nchw.layout = Layout::NCHW;
+  nhwc.layout = Layout::NHWC;
+  if (mode == ChannelsLast::Never) return {Layout::NCHW, choose(nchw, find)};
+  if (mode == ChannelsLast::Always) return {Layout::NHWC, choose(nhwc, find)};
+  if (std::optional<LayoutChoice> known = known_layout(nchw, find)) return *known;
+  std::lock_guard<std::mutex> measuring(layout_mutex_);
+  if (std::optional<LayoutChoice> known = known_layout(nchw, find)) return *known;  // measured meanwhile
+
+  std::optional<ConvChoice> in_nchw, in_nhwc;
+  std::exception_ptr nchw_error;
+  try {
+    in_nchw = choose(nchw, find);
+  } catch (const Error&) {
+    nchw_error = std::current_exception();
+  }
+  try {
+    in_nhwc = choose(nhwc, find);
+  } catch (const Error&) {
+    // cuDNN supports fewer shapes in NHWC (or none in this version): NCHW it is.
+  }
+  if (!in_nchw && !in_nhwc) std::rethrow_exception(nchw_error);
+  Layout layout = in_nchw ? Layout::NCHW : Layout::NHWC;
+  if (in_nchw && in_nhwc) {
+    const float nchw_total = in_nchw->time_ms + cast_ms(Layout::NCHW);  // in this order: the casts
+    const float nhwc_total = in_nhwc->time_ms + cast_ms(Layout::NHWC);  // are timed one after the other
+    layout = pick_layout(nchw_total, nhwc_total);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    layouts_.emplace(nchw, layout);
+    ++layout_searches_;
+  }
+  return {layout, layout == Layout::NCHW ? *in_nchw : *in_nhwc};
+}
+
 std::size_t ConvAlgorithmCache::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return choices_.size();
@@ -60,6 +117,11 @@ std::size_t ConvAlgorithmCache::size() const {
 int64_t ConvAlgorithmCache::searches() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return searches_;
+}
+
+int64_t ConvAlgorithmCache::layout_searches() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return layout_searches_;
 }
 
 }  // namespace kolo::models::cuda

@@ -1,18 +1,23 @@
 // Which cuDNN algorithm each convolution uses: chosen once per shape, data type, layout
 // and pass by measuring the candidates (as torch.backends.cudnn.benchmark = True), then
-// remembered for the life of the process. Plain C++: the measuring is a Finder function
-// (cudnnFind*AlgorithmEx in models/cuda/conv.cc, a fake in the tests).
+// remembered for the life of the process. For float16/bfloat16, whose operands are cast
+// into temporary buffers anyway, also which layout to cast them into (channels-last where
+// cuDNN is faster, the transposition included). Plain C++: the measuring is a Finder
+// function (cudnnFind*AlgorithmEx in models/cuda/conv.cc, a fake in the tests) and a
+// CastTimer (CUDA events around the casts there).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "kolo/kolo.h"
+#include "kolo/models/gpu.h"
 
 namespace kolo::models::cuda {
 
@@ -48,6 +53,12 @@ struct ConvChoice {
   int algorithm = 0;
   std::size_t workspace_bytes = 0;
   int math_type = 0;
+  float time_ms = 0;  // as measured
+};
+
+struct LayoutChoice {
+  Layout layout = Layout::NCHW;
+  ConvChoice choice;  // the fastest algorithm in that layout
 };
 
 class ConvAlgorithmCache {
@@ -62,18 +73,41 @@ class ConvAlgorithmCache {
   // convolution when there is none. Concurrent first requests for one key search once.
   ConvChoice choose(const ConvKey& key, const Finder& find);
 
+  // The time (ms) of preparing a convolution's operands and results in `layout`: the casts
+  // to and from float16/bfloat16, transposing for NHWC.
+  using CastTimer = std::function<float(Layout layout)>;
+  // For a convolution whose operands are cast anyway: the layout to cast them into, and its
+  // algorithm. On the first request for a key (its layout field is ignored), each layout's
+  // fastest algorithm (choose() with that layout) plus cast_ms(layout); the smaller total
+  // wins (pick_layout). A layout with no algorithm, or whose search throws, loses; when
+  // neither has one, the error is NCHW's. Later requests measure nothing. `mode` Never or
+  // Always takes that layout without measuring the other (choose() with it).
+  LayoutChoice choose_layout(const ConvKey& key, const Finder& find, const CastTimer& cast_ms,
+                             ChannelsLast mode = ChannelsLast::Auto);
+
   std::size_t workspace_limit() const { return workspace_limit_; }
   std::size_t size() const;
   int64_t searches() const;  // how many times a finder ran
+  int64_t layout_searches() const;  // how many layout choices were measured
 
  private:
   std::size_t workspace_limit_;
   mutable std::mutex mutex_;
   std::unordered_map<ConvKey, ConvChoice, ConvKeyHash> choices_;
   int64_t searches_ = 0;
+  // Layout choices, by their key with layout NCHW. Measuring holds layout_mutex_ (not
+  // mutex_, which choose() takes): one measurement at a time, as for the searches.
+  std::unordered_map<ConvKey, Layout, ConvKeyHash> layouts_;
+  int64_t layout_searches_ = 0;
+  std::mutex layout_mutex_;
+  std::optional<LayoutChoice> known_layout(const ConvKey& nchw, const Finder& find);
 };
 
 // The fastest successful candidate within the limit, or false.
 bool pick_fastest(const std::vector<AlgoCandidate>& candidates, std::size_t workspace_limit, ConvChoice& choice);
+
+// Given each layout's total time (convolution + casts): NHWC when it is strictly faster,
+// else NCHW (kolo's storage, which wins ties). A total that is not a number >= 0 loses.
+Layout pick_layout(float nchw_total_ms, float nhwc_total_ms);
 
 }  // namespace kolo::models::cuda

@@ -70,6 +70,7 @@ class CudaRuntime final : public GpuRuntime {
   void set_precision(int device, DType dtype) override { context(device).precision = dtype; }
   DType precision(int device) override { return context(device).precision; }
   void set_allow_tf32(int device, bool allow) override { context(device).allow_tf32 = allow; }
+  void set_channels_last(int device, ChannelsLast mode) override { context(device).channels_last = mode; }
 
  private:
   static constexpr int kMaxDevices = 64;

@@ -15,6 +15,7 @@
 #include <cudnn.h>
 
 #include "kolo/kolo.h"
+#include "kolo/models/gpu.h"
 #include "models/cuda/caching_allocator.h"
 #include "models/cuda/cuda_memory.h"
 
@@ -51,6 +52,7 @@ class DeviceContext {
 
   std::atomic<DType> precision{DType::Float32};
   std::atomic<bool> allow_tf32{true};  // for cuDNN convolutions in float32, as PyTorch's default
+  std::atomic<ChannelsLast> channels_last{ChannelsLast::Auto};  // for float16/bfloat16 convolutions
 
  private:
   // Pinned host buffers, used in turn; each is reused once the copy from it is done.

@@ -1,10 +1,8 @@
 // Elementwise and per-plane kernels: fills, ReLU, residual adds, scaling, products, bias, global
 // average pooling, zero padding, and casts between float32 and float16/bfloat16.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include "models/cuda/kernels.h"
 #include "models/cuda/launch.cuh"
+#include "models/cuda/reduced.cuh"
 
 namespace kolo::models::cuda::kernels {
 namespace {
@@ -67,27 +65,15 @@ __global__ void zero_pad_backward_kernel(int64_t total, int64_t h, int64_t w, in
 }
 
 template <typename T>
-__device__ T from_float(float v);
-template <>
-__device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-template <typename T>
 __global__ void to_reduced_kernel(int64_t n, const float* src, T* dst) {
   KOLO_GRID_LOOP(i, n) dst[i] = from_float<T>(src[i]);
 }
 template <typename T>
 __global__ void from_reduced_kernel(int64_t n, const T* src, float* dst, bool accumulate) {
   KOLO_GRID_LOOP(i, n) {
-    const float v = static_cast<float>(src[i]);
+    const float v = to_float(src[i]);
     dst[i] = accumulate ? dst[i] + v : v;
   }
-}
-
-void check_reduced(DType reduced) {
-  if (reduced != DType::Float16 && reduced != DType::BFloat16)
-    throw Error(StatusCode::InvalidArgument, std::string("kolo: internal error: cast to ") + dtype_name(reduced));
 }
 
 }  // namespace

@@ -48,6 +48,9 @@ void set_compute_precision(Device device, DType dtype) {
 }
 DType compute_precision(Device device) { return gpu_runtime().precision(gpu_index(device, "compute_precision")); }
 void set_allow_tf32(Device device, bool allow) { gpu_runtime().set_allow_tf32(gpu_index(device, "set_allow_tf32"), allow); }
+void set_channels_last(Device device, ChannelsLast mode) {
+  gpu_runtime().set_channels_last(gpu_index(device, "set_channels_last"), mode);
+}
 
 void Module::to(Device device) {
   for (Parameter* p : parameters()) {

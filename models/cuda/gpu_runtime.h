@@ -37,6 +37,7 @@ class GpuRuntime {
   virtual void set_precision(int device, DType dtype) = 0;
   virtual DType precision(int device) = 0;
   virtual void set_allow_tf32(int device, bool allow) = 0;
+  virtual void set_channels_last(int device, ChannelsLast mode) = 0;
 };
 
 GpuRuntime& gpu_runtime();

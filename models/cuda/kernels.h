@@ -35,6 +35,14 @@ void zero_pad_backward(cudaStream_t s, int64_t planes, int64_t h, int64_t w, int
 void to_reduced(cudaStream_t s, int64_t count, const float* src, void* dst, DType reduced);
 void from_reduced(cudaStream_t s, int64_t count, const void* src, DType reduced, float* dst, bool accumulate);
 
+// ---- layout.cu ----
+// The same casts, also transposing: (n, c, hw) float32 data (NCHW) to (n, hw, c) in the
+// reduced type (NHWC, channels-last), and back into NCHW float32 (dst = src, or dst += src).
+// A filter (k, c, r·s) in NHWC is cuDNN's KRSC layout.
+void to_reduced_nhwc(cudaStream_t s, int64_t n, int64_t c, int64_t hw, const float* src, void* dst, DType reduced);
+void from_reduced_nhwc(cudaStream_t s, int64_t n, int64_t c, int64_t hw, const void* src, DType reduced, float* dst,
+                       bool accumulate);
+
 // ---- pooling.cu ----
 void maxpool_forward(cudaStream_t s, const PoolShape& shape, const float* x, float* y, int32_t* argmax);
 void maxpool_backward(cudaStream_t s, const PoolShape& shape, const float* dy, const int32_t* argmax, float* dx);

@@ -21,6 +21,7 @@ class NoGpu final : public GpuRuntime {
   void set_precision(int, DType) override { fail(); }
   DType precision(int) override { fail(); }
   void set_allow_tf32(int, bool) override { fail(); }
+  void set_channels_last(int, ChannelsLast) override { fail(); }
 
  private:
   [[noreturn]] static void fail() {

@@ -2,6 +2,8 @@
 // runs without a GPU.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "models/cuda/conv_algorithms.h"
 
 using namespace kolo::models::cuda;
@@ -111,4 +113,186 @@ TEST_CASE("pick_fastest ignores failed, negative-time and oversized candidates",
   CHECK(pick_fastest({{.algorithm = 4, .ok = true, .time_ms = 2.0f}, {.algorithm = 5, .ok = true, .time_ms = 2.0f}},
                      0, choice));
   CHECK(choice.algorithm == 4);  // a tie keeps cuDNN's order
+}
+
+// ---- Channels-last: the layout of float16/bfloat16 convolutions ---------------------------
+
+namespace {
+
+// Answers per layout; records the keys asked and the layouts whose casts were timed.
+struct LayoutFinder {
+  std::vector<AlgoCandidate> nchw, nhwc;
+  bool nhwc_throws = false;
+  float nchw_cast_ms = 0, nhwc_cast_ms = 0;
+  std::vector<ConvKey> asked;
+  std::vector<Layout> timed;
+  ConvAlgorithmCache::Finder function() {
+    return [this](const ConvKey& key, std::size_t) {
+      asked.push_back(key);
+      if (key.layout == Layout::NHWC && nhwc_throws)
+        throw kolo::Error(kolo::StatusCode::InvalidArgument, "cuDNN: CUDNN_STATUS_NOT_SUPPORTED");
+      return key.layout == Layout::NCHW ? nchw : nhwc;
+    };
+  }
+  ConvAlgorithmCache::CastTimer timer() {
+    return [this](Layout layout) {
+      timed.push_back(layout);
+      return layout == Layout::NCHW ? nchw_cast_ms : nhwc_cast_ms;
+    };
+  }
+};
+
+ConvKey half_conv() {
+  ConvKey k = resnet_stem();
+  k.in_channels = 64;  // a ResNet body convolution: NHWC's home ground
+  k.height = k.width = 56;
+  k.kernel = 3;
+  k.stride = 1;
+  k.padding = 1;
+  k.dtype = kolo::DType::Float16;
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("layout choice takes NHWC when its convolution plus casts is faster, once per key", "[conv-algorithms]") {
+  LayoutFinder finder;
+  finder.nchw = {{.algorithm = 1, .ok = true, .time_ms = 2.0f}};
+  finder.nhwc = {{.algorithm = 6, .ok = true, .time_ms = 1.0f, .workspace_bytes = 4 * MiB, .math_type = 1}};
+  finder.nchw_cast_ms = 0.2f;
+  finder.nhwc_cast_ms = 0.5f;  // the transposition costs more than the plain cast
+  ConvAlgorithmCache cache(64 * MiB);
+  const LayoutChoice first = cache.choose_layout(half_conv(), finder.function(), finder.timer());
+  CHECK(first.layout == Layout::NHWC);  // 1.5 ms against 2.2 ms
+  CHECK(first.choice.algorithm == 6);
+  CHECK(first.choice.workspace_bytes == 4 * MiB);
+  CHECK(first.choice.math_type == 1);
+  CHECK(first.choice.time_ms == 1.0f);
+  REQUIRE(finder.asked.size() == 2);  // one search per layout
+  CHECK(finder.asked[0].layout == Layout::NCHW);
+  CHECK(finder.asked[1].layout == Layout::NHWC);
+  CHECK(finder.timed == std::vector<Layout>{Layout::NCHW, Layout::NHWC});
+
+  // Remembered: no search, no timing; the key's own layout field does not matter.
+  ConvKey again = half_conv();
+  again.layout = Layout::NHWC;
+  for (const ConvKey& k : {half_conv(), again}) {
+    const LayoutChoice later = cache.choose_layout(k, finder.function(), finder.timer());
+    CHECK(later.layout == Layout::NHWC);
+    CHECK(later.choice.algorithm == 6);
+  }
+  CHECK(finder.asked.size() == 2);
+  CHECK(finder.timed.size() == 2);
+  CHECK(cache.searches() == 2);
+  CHECK(cache.layout_searches() == 1);
+
+  // Another pass of the same convolution is another choice.
+  ConvKey filter = half_conv();
+  filter.pass = ConvPass::BackwardFilter;
+  cache.choose_layout(filter, finder.function(), finder.timer());
+  CHECK(cache.layout_searches() == 2);
+  CHECK(finder.asked.size() == 4);
+}
+
+TEST_CASE("layout choice counts the transposition: a slightly faster NHWC convolution can lose", "[conv-algorithms]") {
+  LayoutFinder finder;
+  finder.nchw = {{.algorithm = 1, .ok = true, .time_ms = 1.0f}};
+  finder.nhwc = {{.algorithm = 6, .ok = true, .time_ms = 0.8f}};
+  finder.nchw_cast_ms = 0.1f;
+  finder.nhwc_cast_ms = 0.5f;  // 1.3 ms against 1.1 ms
+  ConvAlgorithmCache cache(64 * MiB);
+  const LayoutChoice c = cache.choose_layout(half_conv(), finder.function(), finder.timer());
+  CHECK(c.layout == Layout::NCHW);
+  CHECK(c.choice.algorithm == 1);
+
+  // A tie keeps kolo's own layout.
+  LayoutFinder tie;
+  tie.nchw = {{.algorithm = 1, .ok = true, .time_ms = 1.0f}};
+  tie.nhwc = {{.algorithm = 6, .ok = true, .time_ms = 0.5f}};
+  tie.nchw_cast_ms = 0.25f;
+  tie.nhwc_cast_ms = 0.75f;
+  ConvAlgorithmCache other(64 * MiB);
+  CHECK(other.choose_layout(half_conv(), tie.function(), tie.timer()).layout == Layout::NCHW);
+}
+
+TEST_CASE("layout choice falls back to the layout cuDNN has an algorithm for", "[conv-algorithms]") {
+  SECTION("NHWC has none within the limit") {
+    LayoutFinder finder;
+    finder.nchw = {{.algorithm = 1, .ok = true, .time_ms = 3.0f}};
+    finder.nhwc = {{.algorithm = 6, .ok = true, .time_ms = 0.1f, .workspace_bytes = 900 * MiB},
+                   {.algorithm = 7, .ok = false, .time_ms = 0.1f}};
+    ConvAlgorithmCache cache(64 * MiB);
+    const LayoutChoice c = cache.choose_layout(half_conv(), finder.function(), finder.timer());
+    CHECK(c.layout == Layout::NCHW);
+    CHECK(c.choice.algorithm == 1);
+    CHECK(finder.timed.empty());  // nothing to compare: no casts timed
+    cache.choose_layout(half_conv(), finder.function(), finder.timer());
+    CHECK(finder.asked.size() == 2);  // the failed NHWC search is not repeated
+  }
+  SECTION("NHWC's search throws (a shape cuDNN does not support in NHWC)") {
+    LayoutFinder finder;
+    finder.nchw = {{.algorithm = 1, .ok = true, .time_ms = 3.0f}};
+    finder.nhwc_throws = true;
+    ConvAlgorithmCache cache(64 * MiB);
+    CHECK(cache.choose_layout(half_conv(), finder.function(), finder.timer()).layout == Layout::NCHW);
+  }
+  SECTION("only NHWC has one") {
+    LayoutFinder finder;
+    finder.nchw = {{.algorithm = 1, .ok = false, .time_ms = 1.0f}};
+    finder.nhwc = {{.algorithm = 6, .ok = true, .time_ms = 2.0f}};
+    ConvAlgorithmCache cache(64 * MiB);
+    const LayoutChoice c = cache.choose_layout(half_conv(), finder.function(), finder.timer());
+    CHECK(c.layout == Layout::NHWC);
+    CHECK(c.choice.algorithm == 6);
+  }
+  SECTION("neither: NCHW's error, and a later request searches again") {
+    LayoutFinder finder;
+    finder.nchw = {{.algorithm = 1, .ok = false, .time_ms = 1.0f}};
+    finder.nhwc_throws = true;
+    ConvAlgorithmCache cache(64 * MiB);
+    CHECK_THROWS_WITH(cache.choose_layout(half_conv(), finder.function(), finder.timer()),
+                      Catch::Contains("no algorithm for convolution forward float16 NCHW x[64,64,56,56]"));
+    CHECK(cache.layout_searches() == 0);
+    finder.nhwc_throws = false;
+    finder.nhwc = {{.algorithm = 6, .ok = true, .time_ms = 2.0f}};
+    CHECK(cache.choose_layout(half_conv(), finder.function(), finder.timer()).layout == Layout::NHWC);
+  }
+}
+
+TEST_CASE("pick_layout wants NHWC strictly faster and ignores totals that are not times", "[conv-algorithms]") {
+  CHECK(pick_layout(2.0f, 1.0f) == Layout::NHWC);
+  CHECK(pick_layout(1.0f, 2.0f) == Layout::NCHW);
+  CHECK(pick_layout(1.0f, 1.0f) == Layout::NCHW);
+  CHECK(pick_layout(NAN, 1.0f) == Layout::NHWC);
+  CHECK(pick_layout(1.0f, NAN) == Layout::NCHW);
+  CHECK(pick_layout(-1.0f, 5.0f) == Layout::NHWC);
+  CHECK(pick_layout(NAN, NAN) == Layout::NCHW);
+}
+
+TEST_CASE("layout choice can be forced, measuring nothing else", "[conv-algorithms]") {
+  LayoutFinder finder;
+  finder.nchw = {{.algorithm = 1, .ok = true, .time_ms = 1.0f}};
+  finder.nhwc = {{.algorithm = 6, .ok = true, .time_ms = 9.0f}};
+  ConvAlgorithmCache cache(64 * MiB);
+  const LayoutChoice always =
+      cache.choose_layout(half_conv(), finder.function(), finder.timer(), kolo::models::ChannelsLast::Always);
+  CHECK(always.layout == Layout::NHWC);
+  CHECK(always.choice.algorithm == 6);
+  const LayoutChoice never =
+      cache.choose_layout(half_conv(), finder.function(), finder.timer(), kolo::models::ChannelsLast::Never);
+  CHECK(never.layout == Layout::NCHW);
+  CHECK(never.choice.algorithm == 1);
+  CHECK(finder.timed.empty());
+  CHECK(finder.asked.size() == 2);
+  CHECK(cache.layout_searches() == 0);
+  // Auto measures now, reusing both searches: NCHW is faster here.
+  CHECK(cache.choose_layout(half_conv(), finder.function(), finder.timer()).layout == Layout::NCHW);
+  CHECK(finder.asked.size() == 2);
+  CHECK(finder.timed.size() == 2);
+
+  finder.nhwc_throws = true;  // forcing a layout cuDNN cannot do is an error
+  ConvKey other = half_conv();
+  other.batch = 32;
+  CHECK_THROWS_WITH(cache.choose_layout(other, finder.function(), finder.timer(), kolo::models::ChannelsLast::Always),
+                    Catch::Contains("NOT_SUPPORTED"));
 }

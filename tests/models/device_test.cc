@@ -26,6 +26,8 @@ TEST_CASE("GPU functions reject the CPU device by name", "[device]") {
   CHECK_THROWS_AS(gpu_memory_stats(kolo::Device::cpu()), kolo::Error);
   CHECK_THROWS_AS(set_compute_precision(kolo::Device::cpu(), kolo::DType::Float16), kolo::Error);
   CHECK_THROWS_AS(set_allow_tf32(kolo::Device::cpu(), false), kolo::Error);
+  CHECK_THROWS_WITH(set_channels_last(kolo::Device::cpu(), ChannelsLast::Always),
+                    Catch::Contains("needs a CUDA device, got cpu"));
 }
 
 TEST_CASE("without a GPU, placing a tensor on one fails with the reason", "[device]") {

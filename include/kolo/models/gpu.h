@@ -56,5 +56,12 @@ DType compute_precision(Device device);
 // (Linear) never do, as PyTorch's default. kolo-parity turns it off to compare with
 // PyTorch's float32 reference on the CPU. Throws kolo::Error for the CPU.
 void set_allow_tf32(Device device, bool allow);
+// Channels-last (NHWC) for float16/bfloat16 convolutions, whose operands are cast into
+// temporary buffers anyway (the casts then also transpose, and the results come back to
+// NCHW): Auto (default) measures both layouts once per convolution shape and pass, casts
+// included, and keeps the faster; Never and Always force one (to compare them). Float32
+// convolutions stay NCHW. Throws kolo::Error for the CPU.
+enum class ChannelsLast : int { Auto, Never, Always };
+void set_channels_last(Device device, ChannelsLast mode);
 
 }  // namespace kolo::models

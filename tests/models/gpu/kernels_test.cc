@@ -73,6 +73,35 @@ TEST_CASE("GPU convolution with TF32 and in float16/bfloat16 stays close to the 
   set_compute_precision(kGpu, kolo::DType::Float32);
 }
 
+TEST_CASE("GPU float16/bfloat16 convolutions in channels-last match the CPU as in NCHW", "[gpu][conv][channels-last]") {
+  // Channels multiples of 8 (what cuDNN's NHWC tensor-core kernels want), odd and strided
+  // planes, 1×1 and 3×3; dw accumulates onto a non-zero start through the transposing cast.
+  const std::vector<ConvCase> cases = {{{2, 16, 12, 12, 32, 3, 1, 1}, true},
+                                       {{2, 8, 17, 15, 16, 3, 1, 1}, false},
+                                       {{2, 8, 16, 16, 16, 3, 2, 1}, true},
+                                       {{3, 16, 9, 9, 32, 1, 1, 0}, false},
+                                       {{2, 16, 9, 9, 32, 1, 2, 0}, true}};
+  struct Precision {
+    kolo::DType dtype;
+    double bound;
+  };
+  for (const Precision p : {Precision{kolo::DType::Float16, 5e-3}, Precision{kolo::DType::BFloat16, 3e-2}}) {
+    set_compute_precision(kGpu, p.dtype);
+    for (const ChannelsLast mode : {ChannelsLast::Always, ChannelsLast::Never, ChannelsLast::Auto}) {
+      set_channels_last(kGpu, mode);
+      uint64_t seed = 100;
+      for (const ConvCase& c : cases) {
+        INFO(kolo::dtype_name(p.dtype) << " mode " << int(mode) << " conv x[" << c.shape.batch << ","
+                                       << c.shape.in_channels << "," << c.shape.height << "," << c.shape.width
+                                       << "] k" << c.shape.kernel << " s" << c.shape.stride);
+        CHECK(conv_error(c.shape, c.bias, seed += 10) < p.bound);
+      }
+    }
+  }
+  set_channels_last(kGpu, ChannelsLast::Auto);
+  set_compute_precision(kGpu, kolo::DType::Float32);
+}
+
 TEST_CASE("GPU convolution without an input gradient leaves dx alone", "[gpu][conv]") {
   StrictFloat32 strict;
   const ConvShape s{2, 3, 8, 8, 4, 3, 1, 1};
