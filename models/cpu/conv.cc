@@ -339,8 +339,11 @@ struct TapRows {
 
   void gather(const float* from, float* to) const {
     const int64_t live = static_cast<int64_t>(taps.size());
-    for (int64_t row = 0; row < rows; ++row)
-      for (int64_t j = 0; j < live; ++j) to[row * live + j] = from[row * all + taps[j]];
+    // Memory-bound (it reads every weight's cache line), and worth sharing out.
+    parallel_for(rows, [&](int64_t begin, int64_t end, int) {
+      for (int64_t row = begin; row < end; ++row)
+        for (int64_t j = 0; j < live; ++j) to[row * live + j] = from[row * all + taps[j]];
+    });
   }
   void scatter_add(const float* from, float* to) const {
     const int64_t live = static_cast<int64_t>(taps.size());
