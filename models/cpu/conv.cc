@@ -347,8 +347,10 @@ struct TapRows {
   }
   void scatter_add(const float* from, float* to) const {
     const int64_t live = static_cast<int64_t>(taps.size());
-    for (int64_t row = 0; row < rows; ++row)
-      for (int64_t j = 0; j < live; ++j) to[row * all + taps[j]] += from[row * live + j];
+    parallel_for(rows, [&](int64_t begin, int64_t end, int) {
+      for (int64_t row = begin; row < end; ++row)
+        for (int64_t j = 0; j < live; ++j) to[row * all + taps[j]] += from[row * live + j];
+    });
   }
 };
 
@@ -416,11 +418,15 @@ void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float
     for (int64_t i = begin; i < end; ++i)
       g.group(s, i).backward(x, w, dy, dx, thread > 0 ? dw_t.data() : dw, db != nullptr ? db_t.data() : nullptr);
   });
-  for (int t = 0; t < threads; ++t) {
-    const std::vector<float>& part = dw_partial[static_cast<std::size_t>(t)];
-    for (std::size_t i = 0; i < part.size(); ++i) dw[i] += part[i];
-    add_bias_grad(db_partial[static_cast<std::size_t>(t)]);
-  }
+  // The threads' partial weight gradients, added in thread order, each thread a slice.
+  parallel_for(K * CRS, [&](int64_t begin, int64_t end, int) {
+    for (int t = 1; t < threads; ++t) {
+      const std::vector<float>& part = dw_partial[static_cast<std::size_t>(t)];
+      if (part.empty()) continue;  // a thread that got no group
+      for (int64_t i = begin; i < end; ++i) dw[i] += part[static_cast<std::size_t>(i)];
+    }
+  });
+  for (int t = 0; t < threads; ++t) add_bias_grad(db_partial[static_cast<std::size_t>(t)]);
   finish();
 }
 

@@ -54,17 +54,19 @@ void Adadelta::step() {
     float* square_avg = square_avg_[i].data();
     float* acc_delta = acc_delta_[i].data();
     const int64_t n = param.value.numel();
-    for (int64_t j = 0; j < n; ++j) {
-      float grad = g[j];
-      if (use_decay) grad = grad + decay * p[j];
-      // Groupings as PyTorch's kernels: addcmul is self + (value * t1) * t2, and delta is
-      // sqrt(acc_delta + eps), divided by the std, then multiplied by grad.
-      square_avg[j] = square_avg[j] * rho + one_minus_rho * grad * grad;
-      const float std_dev = std::sqrt(square_avg[j] + eps);
-      const float delta = std::sqrt(acc_delta[j] + eps) / std_dev * grad;
-      acc_delta[j] = acc_delta[j] * rho + one_minus_rho * delta * delta;
-      p[j] = p[j] + neg_lr * delta;
-    }
+    for_elements(n, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        float grad = g[j];
+        if (use_decay) grad = grad + decay * p[j];
+        // Groupings as PyTorch's kernels: addcmul is self + (value * t1) * t2, and delta is
+        // sqrt(acc_delta + eps), divided by the std, then multiplied by grad.
+        square_avg[j] = square_avg[j] * rho + one_minus_rho * grad * grad;
+        const float std_dev = std::sqrt(square_avg[j] + eps);
+        const float delta = std::sqrt(acc_delta[j] + eps) / std_dev * grad;
+        acc_delta[j] = acc_delta[j] * rho + one_minus_rho * delta * delta;
+        p[j] = p[j] + neg_lr * delta;
+      }
+    });
   }
 }
 

@@ -62,16 +62,18 @@ void Adam::step() {
     float* m = m_[i].data();
     float* v = v_[i].data();
     const int64_t n = param.value.numel();
-    for (int64_t j = 0; j < n; ++j) {
-      float grad = g[j];
-      if (use_decay) grad = grad + decay * p[j];
-      // The groupings follow PyTorch's kernels: mul_ then add_; addcmul is
-      // self + (value * t1) * t2; addcdiv is self + (value * t1) / t2.
-      m[j] = m[j] * beta1 + one_minus_beta1 * grad;
-      v[j] = v[j] * beta2 + one_minus_beta2 * grad * grad;
-      const float denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
-      p[j] = p[j] + neg_step_size * m[j] / denom;
-    }
+    for_elements(n, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        float grad = g[j];
+        if (use_decay) grad = grad + decay * p[j];
+        // The groupings follow PyTorch's kernels: mul_ then add_; addcmul is
+        // self + (value * t1) * t2; addcdiv is self + (value * t1) / t2.
+        m[j] = m[j] * beta1 + one_minus_beta1 * grad;
+        v[j] = v[j] * beta2 + one_minus_beta2 * grad * grad;
+        const float denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
+        p[j] = p[j] + neg_step_size * m[j] / denom;
+      }
+    });
   }
 }
 

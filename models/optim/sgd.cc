@@ -52,15 +52,17 @@ void SGD::step() {
     const float* g = param.grad.data();
     const int64_t n = param.value.numel();
     float* buf = use_momentum ? momentum_[i].data() : nullptr;
-    for (int64_t j = 0; j < n; ++j) {
-      float d = g[j];
-      if (use_decay) d = d + decay * p[j];
-      if (use_momentum) {
-        buf[j] = first ? d : buf[j] * momentum + keep * d;
-        d = options_.nesterov ? d + momentum * buf[j] : buf[j];
+    for_elements(n, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        float d = g[j];
+        if (use_decay) d = d + decay * p[j];
+        if (use_momentum) {
+          buf[j] = first ? d : buf[j] * momentum + keep * d;
+          d = options_.nesterov ? d + momentum * buf[j] : buf[j];
+        }
+        p[j] = p[j] + neg_lr * d;
       }
-      p[j] = p[j] + neg_lr * d;
-    }
+    });
   }
 }
 
