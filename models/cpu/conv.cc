@@ -82,11 +82,17 @@ bool by_rows(const ConvShape& s) { return s.out_width() >= kMinRowWidth; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return a > 0 ? (a + b - 1) / b : -((-a) / b); }
 
-// Output columns q of tap column k whose input column q·stride − padding + k lies inside a row.
-std::pair<int64_t, int64_t> inside_columns(const ConvShape& s, int64_t k) {
-  const int64_t lo = std::max<int64_t>(0, ceil_div(s.padding - k, s.stride));
-  const int64_t hi = std::min<int64_t>(s.out_width(), ceil_div(s.width + s.padding - k, s.stride));
-  return {lo, std::max(lo, hi)};
+// For each tap column k, the output columns [lo, hi) whose input column
+// q·stride − padding + k lies inside a row. Worked out once per call: the divisions cost
+// more than a small map's row copies.
+std::vector<std::pair<int64_t, int64_t>> inside_columns(const ConvShape& s) {
+  std::vector<std::pair<int64_t, int64_t>> bounds(static_cast<std::size_t>(s.kernel));
+  for (int64_t k = 0; k < s.kernel; ++k) {
+    const int64_t lo = std::max<int64_t>(0, ceil_div(s.padding - k, s.stride));
+    const int64_t hi = std::min<int64_t>(s.out_width(), ceil_div(s.width + s.padding - k, s.stride));
+    bounds[static_cast<std::size_t>(k)] = {lo, std::max(lo, hi)};
+  }
+  return bounds;
 }
 
 // Column matrix of one image (rows at least kMinRowWidth wide), channels [c0, c1): row
@@ -96,12 +102,13 @@ void im2col(const ConvShape& s, const std::vector<int32_t>& taps, const float* x
             float* col, int64_t ld, int64_t offset) {
   const int64_t P = s.out_height(), Q = s.out_width(), K = s.kernel;
   const int64_t L = static_cast<int64_t>(taps.size());
+  const auto bounds = inside_columns(s);
   for (int64_t c = c0; c < c1; ++c) {
     const float* plane = x + c * s.height * s.width;
     for (int64_t j = 0; j < L; ++j) {
       const int64_t r = taps[j] / K, k = taps[j] % K;
       float* out = col + (c * L + j) * ld + offset;
-      const auto [lo, hi] = inside_columns(s, k);
+      const auto [lo, hi] = bounds[static_cast<std::size_t>(k)];
       for (int64_t p = 0; p < P; ++p, out += Q) {
         const int64_t ih = p * s.stride - s.padding + r;
         if (ih < 0 || ih >= s.height) {
@@ -127,13 +134,14 @@ void col2im(const ConvShape& s, const std::vector<int32_t>& taps, const float* c
             int64_t c0, int64_t c1, float* dx) {
   const int64_t P = s.out_height(), Q = s.out_width(), K = s.kernel;
   const int64_t L = static_cast<int64_t>(taps.size()), HW = s.height * s.width;
+  const auto bounds = inside_columns(s);
   for (int64_t c = c0; c < c1; ++c) {
     float* plane = dx + c * HW;
     std::fill(plane, plane + HW, 0.0f);
     for (int64_t j = 0; j < L; ++j) {
       const int64_t r = taps[j] / K, k = taps[j] % K;
       const float* in = col + (c * L + j) * ld + offset;
-      const auto [lo, hi] = inside_columns(s, k);
+      const auto [lo, hi] = bounds[static_cast<std::size_t>(k)];
       for (int64_t p = 0; p < P; ++p, in += Q) {
         const int64_t ih = p * s.stride - s.padding + r;
         if (ih < 0 || ih >= s.height) continue;
