@@ -155,7 +155,9 @@ void col2im(const ConvShape& s, const std::vector<int32_t>& taps, const float* c
 
 bool is_pointwise(const ConvShape& s) { return s.kernel == 1 && s.stride == 1 && s.padding == 0; }
 
-// Per-thread scratch, grown on demand and kept between calls.
+// Per-thread scratch, grown on demand and kept between calls: 0 the column matrix, 1 a
+// group's outputs or output gradients, 2 the column gradient, 3 the live taps' weights,
+// 4 their weight gradient.
 float* scratch(int which, int64_t count) {
   thread_local std::vector<float> buffers[5];
   std::vector<float>& b = buffers[which];
@@ -229,7 +231,7 @@ class ImageGroup {
   }
 
   // The adjoint of columns(): overwrites the group's input gradient, channels [c0, c1).
-  void add_columns(float* dcol, const int64_t* table, int64_t c0, int64_t c1, float* dx) const {
+  void add_columns(const float* dcol, const int64_t* table, int64_t c0, int64_t c1, float* dx) const {
     if (table == nullptr) {
       for (int64_t i = 0; i < images_; ++i)
         col2im(s_, taps_, dcol, cols_, i * PQ_, c0, c1, dx + (n0_ + i) * s_.in_channels * HW_);
