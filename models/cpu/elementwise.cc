@@ -9,34 +9,21 @@
 #include "thread_pool.h"
 
 namespace kolo::models::cpu {
-namespace {
-// Below this many elements a loop is not worth waking the other threads for.
-constexpr int64_t kParallelElements = 1 << 15;
-
-template <typename F>
-void for_range(int64_t count, F&& body) {
-  if (count < kParallelElements) {
-    body(0, count);
-    return;
-  }
-  parallel_for(count, [&](int64_t begin, int64_t end, int) { body(begin, end); });
-}
-}  // namespace
 
 void CpuBackend::relu_forward(int64_t count, float* x) {
-  for_range(count, [&](int64_t begin, int64_t end) {
+  parallel_for_elements(count, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
   });
 }
 
 void CpuBackend::relu_backward(int64_t count, const float* y, const float* dy, float* dx) {
-  for_range(count, [&](int64_t begin, int64_t end) {
+  parallel_for_elements(count, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
   });
 }
 
 void CpuBackend::add_into(int64_t count, float* a, const float* b) {
-  for_range(count, [&](int64_t begin, int64_t end) {
+  parallel_for_elements(count, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) a[i] += b[i];
   });
 }

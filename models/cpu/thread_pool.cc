@@ -123,6 +123,15 @@ namespace cpu {
 void parallel_for(int64_t count, const std::function<void(int64_t, int64_t, int)>& body) {
   pool().run(count, body);
 }
+
+void parallel_for_elements(int64_t count, const std::function<void(int64_t, int64_t)>& body) {
+  constexpr int64_t kParallelElements = 1 << 15;  // below this, waking the other threads costs more
+  if (count < kParallelElements) {
+    body(0, count);
+    return;
+  }
+  parallel_for(count, [&](int64_t begin, int64_t end, int) { body(begin, end); });
+}
 }  // namespace cpu
 
 }  // namespace kolo::models

@@ -12,4 +12,8 @@ namespace kolo::models::cpu {
 // indexed by the `thread` argument.
 void parallel_for(int64_t count, const std::function<void(int64_t begin, int64_t end, int thread)>& body);
 
+// The same for element-wise loops, which are memory-bound: on this thread alone when
+// `count` is too small to be worth waking the others.
+void parallel_for_elements(int64_t count, const std::function<void(int64_t begin, int64_t end)>& body);
+
 }  // namespace kolo::models::cpu

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/backend.h"
+#include "models/cpu/thread_pool.h"
 #include "models/optim/common.h"
 
 namespace kolo::models {
@@ -62,7 +63,8 @@ void Adam::step() {
     float* m = m_[i].data();
     float* v = v_[i].data();
     const int64_t n = param.value.numel();
-    for_elements(n, [&](int64_t begin, int64_t end) {
+    // Memory-bound, and on one thread it was 8 % of a 2-thread ResNet-18 step.
+    cpu::parallel_for_elements(n, [&](int64_t begin, int64_t end) {
       for (int64_t j = begin; j < end; ++j) {
         float grad = g[j];
         if (use_decay) grad = grad + decay * p[j];

@@ -6,19 +6,12 @@
 // that does not fit leaves the optimizer as it was and the error names the tensor.
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "kolo/models.h"
 
 namespace kolo::models::optim_detail {
-
-// Runs body(begin, end) over chunks of [0, count) on the CPU kernels' threads, or on this
-// thread when the tensor is too small to share. The element-wise updates are
-// memory-bound, and left on one thread they were 8 % of a 2-thread ResNet-18 step.
-void for_elements(int64_t count, const std::function<void(int64_t begin, int64_t end)>& body);
 
 // Throws if two parameters share a name: the state is keyed by name, so they would clash.
 void check_unique_names(const std::vector<Parameter*>& params, const std::string& optimizer);

@@ -4,7 +4,6 @@
 #include <set>
 
 #include "models/optim/common.h"
-#include "models/cpu/thread_pool.h"
 #include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
@@ -14,15 +13,6 @@ void Optimizer::zero_grad() {
 }
 
 namespace optim_detail {
-
-void for_elements(int64_t count, const std::function<void(int64_t, int64_t)>& body) {
-  constexpr int64_t kParallelElements = 1 << 15;  // below this, waking the other threads costs more
-  if (count < kParallelElements) {
-    body(0, count);
-    return;
-  }
-  cpu::parallel_for(count, [&](int64_t begin, int64_t end, int) { body(begin, end); });
-}
 
 void fail(const std::string& optimizer, const std::string& message) {
   throw Error(StatusCode::InvalidArgument, "kolo: " + optimizer + " state: " + message);

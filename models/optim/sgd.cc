@@ -3,6 +3,7 @@
 // Parameters on a GPU are updated all at once by the backend (Backend::sgd_step), with the
 // same rules.
 #include "models/backend.h"
+#include "models/cpu/thread_pool.h"
 #include "models/optim/common.h"
 
 namespace kolo::models {
@@ -52,7 +53,8 @@ void SGD::step() {
     const float* g = param.grad.data();
     const int64_t n = param.value.numel();
     float* buf = use_momentum ? momentum_[i].data() : nullptr;
-    for_elements(n, [&](int64_t begin, int64_t end) {
+    // Memory-bound, and on one thread it was 8 % of a 2-thread ResNet-18 step.
+    cpu::parallel_for_elements(n, [&](int64_t begin, int64_t end) {
       for (int64_t j = begin; j < end; ++j) {
         float d = g[j];
         if (use_decay) d = d + decay * p[j];
