@@ -112,9 +112,10 @@ LAUNCH
 printf '#!/bin/sh\nexec "%s/launch" mpirun "$@"\n' "$D" >"$D/mpirun"
 chmod 755 "$D/on" "$D/rsh" "$D/launch" "$D/mpirun"
 
+# A ping reply, or a refused TCP connection where ping is not installed, proves the path.
 for ((i = 1; i < hosts; i++)); do
   timeout 5 ip netns exec "${tag}-node0" ping -c1 -W2 "$net.$((i + 1))" >/dev/null 2>&1 ||
-    timeout 5 ip netns exec "${tag}-node0" bash -c "exec 3<>/dev/tcp/$net.$((i + 1))/1" 2>&1 | grep -q refused ||
+    [[ "$(timeout 5 ip netns exec "${tag}-node0" bash -c "exec 3<>/dev/tcp/$net.$((i + 1))/1" 2>&1)" == *refused* ]] ||
     cluster_die "node0 cannot reach node$i ($net.$((i + 1))) over the bridge"
 done
 cluster_log "$hosts hosts node0..node$((hosts - 1)) on $net.0/24 (namespaces ${tag}-*); state in $D"
