@@ -24,7 +24,7 @@ KOLO_JOBS="${KOLO_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 KOLO_PACKAGES=(
   build-essential cmake ninja-build ccache python3
   openmpi-bin libopenmpi-dev
-  libeigen3-dev catch2 nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libeigen3-dev libdnnl-dev catch2 nlohmann-json3-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist
   python3-matplotlib slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev  # scaling plots; tests/cluster
 )

@@ -364,6 +364,16 @@ void initialize(Net& net, uint64_t seed);
 void set_num_threads(int threads);
 int num_threads();
 
+// How the CPU backend convolves. Auto (the default): oneDNN's direct kernels, the ones
+// PyTorch runs, in builds with oneDNN (libdnnl-dev; KOLO_ONEDNN); kolo's own im2col + Eigen
+// GEMM where that wins by construction (kernel taps that only ever read padding, as in
+// ResNet's last stage at 32×32 inputs) and in builds without oneDNN. Im2col and OneDnn
+// force one way (OneDnn throws kolo::Error in a build without it).
+enum class CpuConvolution : int { Auto, Im2col, OneDnn };
+void set_cpu_convolution(CpuConvolution mode);
+CpuConvolution cpu_convolution();
+bool has_onednn();
+
 }  // namespace kolo::models
 
 #include "kolo/models/amp.h"

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu_backend.h"
+#include "convolution.h"
 #include "kolo/models.h"
 #include "eigen.h"
 #include "thread_pool.h"
@@ -375,8 +375,9 @@ const float* live_weights(const ConvShape& s, const Grouping& g, const float* w)
 
 }  // namespace
 
-void CpuBackend::conv2d_forward(const ConvShape& s, const float* x, const float* w, const float* b,
-                                float* y) {
+bool im2col_skips_dead_taps(const ConvShape& s) { return !Grouping(s).uses_all_taps(s); }
+
+void im2col_conv_forward(const ConvShape& s, const float* x, const float* w, const float* b, float* y) {
   const Grouping g(s);
   w = live_weights(s, g, w);
   if (g.split) {
@@ -388,8 +389,8 @@ void CpuBackend::conv2d_forward(const ConvShape& s, const float* x, const float*
   });
 }
 
-void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
-                                 float* dx, float* dw_all, float* db) {
+void im2col_conv_backward(const ConvShape& s, const float* x, const float* w, const float* dy, float* dx,
+                          float* dw_all, float* db) {
   const Grouping g(s);
   const int64_t K = s.out_channels, CRS = s.in_channels * static_cast<int64_t>(g.taps.size());
   // With dead taps, the GEMMs work on the live taps' weights and gradients, and the

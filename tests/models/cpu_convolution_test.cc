@@ -1,0 +1,141 @@
+// The CPU backend's two convolutions (im2col + Eigen GEMM, and oneDNN where kolo was built
+// with it) and the Auto rule that mixes them pass by pass: each against a direct
+// convolution in double, forward and all three gradients, on 1 and 2 threads.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "kolo/models.h"
+
+using namespace kolo::models;
+
+namespace {
+
+struct Shape {
+  const char* what;
+  int64_t batch, channels, height, width, out_channels, kernel, stride, padding;
+  bool bias;
+};
+
+// The shapes the Auto rule treats differently, and the awkward ones: an odd batch (uneven
+// slices across threads), one input channel, non-square maps, a 1×1 map.
+const Shape kShapes[] = {
+    {"1 input channel, 5x5, bias (MNIST conv1)", 3, 1, 12, 12, 4, 5, 1, 0, true},
+    {"3 channels, strided, padded, non-square", 3, 3, 9, 7, 4, 3, 2, 1, true},
+    {"8 channels on 8x8 (both gradients on oneDNN)", 2, 8, 8, 8, 8, 3, 1, 1, false},
+    {"16 channels on 4x4 (weight gradient on im2col, input gradient on oneDNN)", 5, 16, 4, 4, 8, 3, 1, 1, true},
+    {"pointwise, stride 2", 3, 8, 6, 6, 16, 1, 2, 0, false},
+    {"1x1 map: taps that read only padding", 3, 8, 1, 1, 8, 3, 1, 1, false},
+};
+
+Tensor random_tensor(std::vector<int64_t> shape, std::mt19937_64& rng) {
+  Tensor t(std::move(shape));
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(u(rng));
+  return t;
+}
+
+struct Reference {
+  std::vector<double> y, dx, dw, db;
+};
+
+// y = conv(x, w) + b, and for the output gradient dy: dx, dw, db, all by direct loops.
+Reference direct(const Shape& s, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dy) {
+  const int64_t N = s.batch, C = s.channels, H = s.height, W = s.width, K = s.out_channels, R = s.kernel;
+  const int64_t P = (H + 2 * s.padding - R) / s.stride + 1, Q = (W + 2 * s.padding - R) / s.stride + 1;
+  Reference r{std::vector<double>(static_cast<std::size_t>(N * K * P * Q)),
+              std::vector<double>(static_cast<std::size_t>(x.numel())),
+              std::vector<double>(static_cast<std::size_t>(w.numel())), std::vector<double>(static_cast<std::size_t>(K))};
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t q = 0; q < Q; ++q) {
+          const int64_t out = ((n * K + k) * P + p) * Q + q;
+          double sum = s.bias ? double(b[k]) : 0.0;
+          const double g = dy[out];
+          r.db[static_cast<std::size_t>(k)] += g;
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t i = 0; i < R; ++i)
+              for (int64_t j = 0; j < R; ++j) {
+                const int64_t ih = p * s.stride - s.padding + i, iw = q * s.stride - s.padding + j;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const int64_t xi = ((n * C + c) * H + ih) * W + iw, wi = ((k * C + c) * R + i) * R + j;
+                sum += double(w[wi]) * double(x[xi]);
+                r.dx[static_cast<std::size_t>(xi)] += double(w[wi]) * g;
+                r.dw[static_cast<std::size_t>(wi)] += double(x[xi]) * g;
+              }
+          r.y[static_cast<std::size_t>(out)] = sum;
+        }
+  return r;
+}
+
+void require_close(const Tensor& got, const std::vector<double>& expected, const char* what) {
+  INFO(what);
+  REQUIRE(static_cast<std::size_t>(got.numel()) == expected.size());
+  for (int64_t i = 0; i < got.numel(); ++i) REQUIRE(got[i] == Approx(expected[static_cast<std::size_t>(i)]).margin(1e-4));
+}
+
+// Restores the default mode and one thread whatever the test does.
+struct Restore {
+  ~Restore() {
+    set_cpu_convolution(CpuConvolution::Auto);
+    set_num_threads(1);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("every CPU convolution path matches a direct convolution: forward and all gradients", "[conv][threads]") {
+  Restore restore;
+  std::vector<std::pair<CpuConvolution, std::string>> modes = {{CpuConvolution::Im2col, "im2col"},
+                                                                {CpuConvolution::Auto, "auto"}};
+  if (has_onednn()) modes.emplace_back(CpuConvolution::OneDnn, "onednn");
+  for (const auto& [mode, mode_name] : modes)
+    for (int threads : {1, 2})
+      for (const Shape& s : kShapes)
+        for (bool input_gradient : {true, false}) {
+          INFO(mode_name << ", " << threads << " threads, " << s.what
+                         << (input_gradient ? "" : ", no input gradient (a first layer)"));
+          set_cpu_convolution(mode);
+          set_num_threads(threads);
+          std::mt19937_64 rng(5);
+          Conv2d conv({.in_channels = s.channels, .out_channels = s.out_channels, .kernel = s.kernel, .stride = s.stride,
+                       .padding = s.padding, .bias = s.bias});
+          conv.set_needs_input_grad(input_gradient);
+          conv.weight().value.copy_from(random_tensor(conv.weight().value.shape(), rng));
+          Tensor bias({s.out_channels});
+          if (s.bias) conv.bias()->value.copy_from(bias = random_tensor({s.out_channels}, rng));
+          const Tensor x = random_tensor({s.batch, s.channels, s.height, s.width}, rng);
+          const Tensor y = conv.forward(x.clone()).clone();
+          const Tensor dy = random_tensor(y.shape(), rng);
+          const Reference want = direct(s, x, conv.weight().value, bias, dy);
+          require_close(y, want.y, "y");
+          // Two steps, to check that gradients accumulate (and that cached primitives are reused).
+          conv.zero_grad();
+          conv.backward(dy);
+          conv.forward(x.clone());
+          const Tensor dx = conv.backward(dy);
+          if (input_gradient) require_close(dx, want.dx, "dx");
+          std::vector<double> twice = want.dw;
+          for (double& v : twice) v *= 2;
+          require_close(conv.weight().grad, twice, "dw (two backward passes)");
+          if (s.bias) {
+            twice = want.db;
+            for (double& v : twice) v *= 2;
+            require_close(conv.bias()->grad, twice, "db (two backward passes)");
+          }
+        }
+}
+
+TEST_CASE("asking for oneDNN convolutions in a build without oneDNN is a clear error", "[conv]") {
+  Restore restore;
+  if (has_onednn()) {
+    set_cpu_convolution(CpuConvolution::OneDnn);
+    CHECK(cpu_convolution() == CpuConvolution::OneDnn);
+    return;
+  }
+  REQUIRE_THROWS_WITH(set_cpu_convolution(CpuConvolution::OneDnn), Catch::Contains("without oneDNN"));
+  CHECK(cpu_convolution() == CpuConvolution::Auto);
+}
