@@ -30,20 +30,25 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-// The engine, for this thread. An OpenMP build of oneDNN sizes a primitive's work split
-// from omp_get_max_threads() when the primitive is created and starts that many threads
-// to run it, so every thread that calls oneDNN is first limited to itself.
 const dnnl::engine& engine() {
-#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
-  thread_local const bool alone = [] {
-    omp_set_num_threads(1);
-    return true;
-  }();
-  (void)alone;
-#endif
   static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
   return cpu;
 }
+
+// oneDNN on the calling thread alone while this lives. An OpenMP build of oneDNN sizes a
+// primitive's work split from omp_get_max_threads() when the primitive is created, and
+// starts that many threads to run it (a second team beside kolo's pool, and different
+// rounding). The caller's own OpenMP setting comes back afterwards.
+class OnThisThreadOnly {
+ public:
+#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
+  OnThisThreadOnly() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OnThisThreadOnly() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+#endif
+};
 
 dnnl::stream& thread_stream() {
   thread_local dnnl::stream stream(engine());
@@ -227,6 +232,7 @@ bool onednn_has_fast_kernel(const ConvShape& s) {
   // oneDNN has a reference implementation of everything ("ref:any"), far slower than
   // im2col + GEMM: where that is all it offers (no AVX2), kolo's own path runs.
   try {
+    const OnThisThreadOnly alone;
     const ConvDescs d(s, s.batch);
     const dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
@@ -241,6 +247,7 @@ bool onednn_has_fast_kernel(const ConvShape& s) {
 
 void onednn_conv_forward(const ConvShape& s, const float* x, const float* w, const float* b, float* y) {
   parallel_for(s.batch, [&](int64_t n0, int64_t n1, int) {
+    const OnThisThreadOnly alone;
     primitives(s, n1 - n0, b != nullptr).forward(x + n0 * input_size(s), w, b, y + n0 * output_size(s));
   });
 }
@@ -249,6 +256,7 @@ void onednn_conv_backward(const ConvShape& s, const float* x, const float* w, co
                           float* db) {
   if (dw == nullptr) {  // the input gradient alone
     parallel_for(s.batch, [&](int64_t n0, int64_t n1, int) {
+      const OnThisThreadOnly alone;
       primitives(s, n1 - n0, false)
           .backward(x + n0 * input_size(s), w, dy + n0 * output_size(s), dx + n0 * input_size(s), nullptr, nullptr);
     });
@@ -260,6 +268,7 @@ void onednn_conv_backward(const ConvShape& s, const float* x, const float* w, co
   const int threads = num_threads();
   std::vector<std::vector<float>> dw_part(static_cast<std::size_t>(threads)), db_part(dw_part.size());
   parallel_for(s.batch, [&](int64_t n0, int64_t n1, int thread) {
+    const OnThisThreadOnly alone;
     std::vector<float>& dw_t = dw_part[static_cast<std::size_t>(thread)];
     std::vector<float>& db_t = db_part[static_cast<std::size_t>(thread)];
     dw_t.resize(static_cast<std::size_t>(weights));

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -138,4 +139,33 @@ TEST_CASE("asking for oneDNN convolutions in a build without oneDNN is a clear e
   }
   REQUIRE_THROWS_WITH(set_cpu_convolution(CpuConvolution::OneDnn), Catch::Contains("without oneDNN"));
   CHECK(cpu_convolution() == CpuConvolution::Auto);
+}
+
+namespace {
+int process_threads() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+}  // namespace
+
+// oneDNN's OpenMP build would start a team of its own from every calling thread, beside
+// kolo's pool: kolo keeps it to the thread that calls it.
+TEST_CASE("oneDNN convolutions run on kolo's threads only, starting none of their own", "[conv][threads]") {
+  Restore restore;
+  if (!has_onednn()) return;
+  set_cpu_convolution(CpuConvolution::OneDnn);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    const int before = process_threads();
+    REQUIRE(before > 0);
+    Conv2d conv({.in_channels = 16, .out_channels = 16, .kernel = 3, .padding = 1});
+    conv.set_needs_input_grad(true);
+    Tensor x({4, 16, 12, 12});
+    for (int64_t i = 0; i < x.numel(); ++i) x[i] = float(i % 9) * 0.1f;
+    const Tensor y = conv.forward(x);
+    conv.backward(y);
+    CHECK(process_threads() == before);
+  }
 }
