@@ -133,6 +133,16 @@ inline void require_close_parameters(Module& got, Module& want, double rel, doub
                   (grads ? "gradient of " : "") + g[i]->name);
 }
 
+// Sets `to`'s parameter values to `from`'s. A reference that trains beside a distributed
+// net starts each step from the net's parameters: through ReLUs and max pooling, rounding
+// differences of an ulp (the allreduce's order of addition varies with timing) can flip
+// an activation and grow into visible ones within a few steps.
+inline void copy_parameter_values(Module& from, Module& to) {
+  const std::vector<Parameter*> f = from.parameters(), t = to.parameters();
+  REQUIRE(f.size() == t.size());
+  for (std::size_t i = 0; i < f.size(); ++i) t[i]->value.copy_from(f[i]->value);
+}
+
 // Bit-for-bit equality of every parameter and buffer.
 inline void require_identical(Module& got, Module& want) {
   std::vector<std::pair<std::string, Tensor*>> g, w;
