@@ -55,13 +55,27 @@ dnnl::stream& thread_stream() {
   return stream;
 }
 
-// Per-thread buffers for operands in oneDNN's layouts, grown on demand, kept between calls.
+// A buffer grown on demand, 64-byte aligned like oneDNN's own.
+class AlignedBuffer {
+ public:
+  float* floats(std::size_t count) {
+    if (lines_.size() * kLine < count) lines_.resize((count + kLine - 1) / kLine);
+    return reinterpret_cast<float*>(lines_.data());
+  }
+
+ private:
+  static constexpr std::size_t kLine = 16;
+  struct alignas(64) Line {
+    float values[kLine];
+  };
+  std::vector<Line> lines_;
+};
+
+// Per-thread buffers for operands in oneDNN's layouts, kept between calls.
 enum Slot { kSource, kWeights, kDestination, kOutputGrad, kSlots };
 void* scratch(Slot slot, std::size_t bytes) {
-  thread_local std::vector<char> buffers[kSlots];
-  std::vector<char>& b = buffers[slot];
-  if (b.size() < bytes) b.resize(bytes);
-  return b.data();
+  thread_local AlignedBuffer buffers[kSlots];
+  return buffers[slot].floats((bytes + sizeof(float) - 1) / sizeof(float));
 }
 
 // A primitive's operand: the caller's plain layout, the layout the primitive chose, and
@@ -266,24 +280,28 @@ void onednn_conv_backward(const ConvShape& s, const float* x, const float* w, co
   // added into dw and db afterwards, in thread order (the same sums on every run).
   const int64_t weights = s.out_channels * s.in_channels * s.kernel * s.kernel;
   const int threads = num_threads();
-  std::vector<std::vector<float>> dw_part(static_cast<std::size_t>(threads)), db_part(dw_part.size());
+  std::vector<AlignedBuffer> dw_part(static_cast<std::size_t>(threads)), db_part(dw_part.size());
+  std::vector<char> ran(dw_part.size(), 0);  // threads with a slice (batch < threads leaves some out)
   parallel_for(s.batch, [&](int64_t n0, int64_t n1, int thread) {
     const OnThisThreadOnly alone;
-    std::vector<float>& dw_t = dw_part[static_cast<std::size_t>(thread)];
-    std::vector<float>& db_t = db_part[static_cast<std::size_t>(thread)];
-    dw_t.resize(static_cast<std::size_t>(weights));
-    db_t.resize(db != nullptr ? static_cast<std::size_t>(s.out_channels) : 0);
+    const auto t = static_cast<std::size_t>(thread);
     primitives(s, n1 - n0, db != nullptr)
         .backward(x + n0 * input_size(s), w, dy + n0 * output_size(s), dx != nullptr ? dx + n0 * input_size(s) : nullptr,
-                  dw_t.data(), db != nullptr ? db_t.data() : nullptr);
+                  dw_part[t].floats(static_cast<std::size_t>(weights)),
+                  db != nullptr ? db_part[t].floats(static_cast<std::size_t>(s.out_channels)) : nullptr);
+    ran[t] = 1;
   });
   parallel_for_elements(weights, [&](int64_t begin, int64_t end) {
-    for (const std::vector<float>& part : dw_part)
-      if (!part.empty())
-        for (int64_t i = begin; i < end; ++i) dw[i] += part[static_cast<std::size_t>(i)];
+    for (std::size_t t = 0; t < dw_part.size(); ++t)
+      if (ran[t]) {
+        const float* part = dw_part[t].floats(0);
+        for (int64_t i = begin; i < end; ++i) dw[i] += part[i];
+      }
   });
-  for (const std::vector<float>& part : db_part)
-    for (std::size_t k = 0; k < part.size(); ++k) db[k] += part[k];
+  if (db != nullptr)
+    for (std::size_t t = 0; t < db_part.size(); ++t)
+      if (ran[t])
+        for (int64_t k = 0; k < s.out_channels; ++k) db[k] += db_part[t].floats(0)[k];
 }
 
 }  // namespace kolo::models::cpu
