@@ -55,20 +55,22 @@ bool onednn_is_fast(const ConvShape& s) {
 }
 
 // The Auto rule, from per-layer timings of both ways on MNIST's and ResNet-18's shapes
-// (docs/perf.md). oneDNN wins the forward pass by 1.4-2.6× wherever all taps are live.
-// Its input gradient is 5-9× slower than im2col's with 1 or 3 input channels (a net's
-// first layer, which never needs one in training), and its weight gradient loses on maps
-// under 8×8, where it reduces over few pixels per image.
+// (docs/perf.md). oneDNN wins the forward pass by 1.1-2.6× wherever all taps are live
+// and an image has more than one output pixel (with one, a convolution is a plain GEMM,
+// im2col's home ground). Its input gradient is 2-9× slower than im2col's with 1 or 3
+// input channels (a net's first layer, which never needs one in training), and its
+// weight gradient loses on maps under 8×8, where it reduces over few pixels per image.
 Choice choose(const ConvShape& s) {
   switch (requested.load()) {
     case CpuConvolution::Im2col: return {};
     case CpuConvolution::OneDnn: return {true, true, true};
     case CpuConvolution::Auto: break;
   }
-  if (!has_onednn() || im2col_skips_dead_taps(s) || !onednn_is_fast(s)) return {};
+  const int64_t pixels = s.out_height() * s.out_width();
+  if (!has_onednn() || im2col_skips_dead_taps(s) || pixels == 1 || !onednn_is_fast(s)) return {};
   return {.forward = true,
           .input_gradient = s.in_channels >= 8,
-          .weight_gradient = s.out_height() * s.out_width() >= 64};
+          .weight_gradient = pixels >= 64};
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ const Shape kShapes[] = {
     {"16 channels on 4x4 (weight gradient on im2col, input gradient on oneDNN)", 5, 16, 4, 4, 8, 3, 1, 1, true},
     {"pointwise, stride 2", 3, 8, 6, 6, 16, 1, 2, 0, false},
     {"1x1 map: taps that read only padding", 3, 8, 1, 1, 8, 3, 1, 1, false},
+    {"2x2 map to 1x1 output pixel, 4 of 9 taps live", 3, 8, 2, 2, 8, 3, 2, 1, true},
 };
 
 Tensor random_tensor(std::vector<int64_t> shape, std::mt19937_64& rng) {
