@@ -59,7 +59,7 @@ bool onednn_is_fast(const ConvShape& s) {
 // and an image has more than one output pixel (with one, a convolution is a plain GEMM,
 // im2col's home ground). Its input gradient is 2-9× slower than im2col's with 1 or 3
 // input channels (a net's first layer, which never needs one in training), and its
-// weight gradient loses on maps under 8×8, where it reduces over few pixels per image.
+// weight gradient loses on maps under 4×4, where it reduces over few pixels per image.
 Choice choose(const ConvShape& s) {
   switch (requested.load()) {
     case CpuConvolution::Im2col: return {};
@@ -70,7 +70,7 @@ Choice choose(const ConvShape& s) {
   if (!has_onednn() || im2col_skips_dead_taps(s) || pixels == 1 || !onednn_is_fast(s)) return {};
   return {.forward = true,
           .input_gradient = s.in_channels >= 8,
-          .weight_gradient = pixels >= 64};
+          .weight_gradient = pixels >= 16};
 }
 
 }  // namespace
