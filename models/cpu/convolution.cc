@@ -91,13 +91,13 @@ void CpuBackend::conv2d_backward(const ConvShape& s, const float* x, const float
   } else if (input_on_onednn) {
     im2col_conv_backward(s, x, w, dy, nullptr, dw, db);
     onednn_conv_backward(s, x, w, dy, dx, nullptr, nullptr);
-  } else {
+  } else {  // an input gradient on im2col takes the weight gradient along: they share the columns
     im2col_conv_backward(s, x, w, dy, dx, dw, db);
   }
 }
 
 #if !KOLO_WITH_ONEDNN
-// Never called: use_onednn() is false without oneDNN.
+// Never called: without oneDNN, choose() picks im2col for every pass.
 bool onednn_has_fast_kernel(const ConvShape&) { return false; }
 void onednn_conv_forward(const ConvShape&, const float*, const float*, const float*, float*) {}
 void onednn_conv_backward(const ConvShape&, const float*, const float*, const float*, float*, float*, float*) {}
