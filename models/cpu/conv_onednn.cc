@@ -30,9 +30,11 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
+// Never destroyed: kolo's pool threads, whose thread_local primitives and streams use it,
+// may outlive any static.
 const dnnl::engine& engine() {
-  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
-  return cpu;
+  static const dnnl::engine* cpu = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *cpu;
 }
 
 // oneDNN on the calling thread alone while this lives. An OpenMP build of oneDNN sizes a
@@ -60,8 +62,9 @@ class AlignedBuffer {
  public:
   float* floats(std::size_t count) {
     if (lines_.size() * kLine < count) lines_.resize((count + kLine - 1) / kLine);
-    return reinterpret_cast<float*>(lines_.data());
+    return data();
   }
+  float* data() { return reinterpret_cast<float*>(lines_.data()); }
 
  private:
   static constexpr std::size_t kLine = 16;
@@ -71,7 +74,8 @@ class AlignedBuffer {
   std::vector<Line> lines_;
 };
 
-// Per-thread buffers for operands in oneDNN's layouts, kept between calls.
+// Per-thread buffers for operands in oneDNN's layouts, kept between calls. kWeights also
+// holds the weight gradient: the backward weights pass reads no weights.
 enum Slot { kSource, kWeights, kDestination, kOutputGrad, kSlots };
 void* scratch(Slot slot, std::size_t bytes) {
   thread_local AlignedBuffer buffers[kSlots];
@@ -280,8 +284,16 @@ void onednn_conv_backward(const ConvShape& s, const float* x, const float* w, co
   // added into dw and db afterwards, in thread order (the same sums on every run).
   const int64_t weights = s.out_channels * s.in_channels * s.kernel * s.kernel;
   const int threads = num_threads();
-  std::vector<AlignedBuffer> dw_part(static_cast<std::size_t>(threads)), db_part(dw_part.size());
-  std::vector<char> ran(dw_part.size(), 0);  // threads with a slice (batch < threads leaves some out)
+  // The caller's, kept between calls (layer4's weight gradient alone is 9.4 MB a thread).
+  // References, so that the workers use the caller's buffers, not thread_locals of their own.
+  thread_local std::vector<AlignedBuffer> kept_dw, kept_db;
+  std::vector<AlignedBuffer>& dw_part = kept_dw;
+  std::vector<AlignedBuffer>& db_part = kept_db;
+  if (dw_part.size() < static_cast<std::size_t>(threads)) {
+    dw_part.resize(static_cast<std::size_t>(threads));
+    db_part.resize(static_cast<std::size_t>(threads));
+  }
+  std::vector<char> ran(static_cast<std::size_t>(threads), 0);  // threads with a slice (batch < threads leaves some out)
   parallel_for(s.batch, [&](int64_t n0, int64_t n1, int thread) {
     const OnThisThreadOnly alone;
     const auto t = static_cast<std::size_t>(thread);
@@ -292,16 +304,16 @@ void onednn_conv_backward(const ConvShape& s, const float* x, const float* w, co
     ran[t] = 1;
   });
   parallel_for_elements(weights, [&](int64_t begin, int64_t end) {
-    for (std::size_t t = 0; t < dw_part.size(); ++t)
+    for (std::size_t t = 0; t < ran.size(); ++t)
       if (ran[t]) {
-        const float* part = dw_part[t].floats(0);
+        const float* part = dw_part[t].data();
         for (int64_t i = begin; i < end; ++i) dw[i] += part[i];
       }
   });
   if (db != nullptr)
-    for (std::size_t t = 0; t < db_part.size(); ++t)
+    for (std::size_t t = 0; t < ran.size(); ++t)
       if (ran[t])
-        for (int64_t k = 0; k < s.out_channels; ++k) db[k] += db_part[t].floats(0)[k];
+        for (int64_t k = 0; k < s.out_channels; ++k) db[k] += db_part[t].data()[k];
 }
 
 }  // namespace kolo::models::cpu

@@ -17,6 +17,7 @@ bool im2col_skips_dead_taps(const ConvShape& s);
 // oneDNN (only in builds with KOLO_WITH_ONEDNN).
 bool onednn_has_fast_kernel(const ConvShape& s);  // false where it has only reference code
 void onednn_conv_forward(const ConvShape& s, const float* x, const float* w, const float* b, float* y);
+// With dw null, the input gradient alone (db is then ignored).
 void onednn_conv_backward(const ConvShape& s, const float* x, const float* w, const float* dy, float* dx, float* dw,
                           float* db);
 

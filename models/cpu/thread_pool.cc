@@ -4,8 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kolo/models.h"
@@ -55,9 +57,13 @@ class ThreadPool {
     }
     if (wake) start_.notify_all();
     chunk(0);
-    if (spin_until([this] { return pending_.load() == 0; })) return;
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_.load() == 0; });
+    if (!spin_until([this] { return pending_.load() == 0; })) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [this] { return pending_.load() == 0; });
+    }
+    // Every chunk has finished (the body and what it captured outlive them all); now the
+    // caller gets the first exception any of them threw.
+    if (std::exception_ptr error = std::exchange(error_, nullptr)) std::rethrow_exception(error);
   }
 
  private:
@@ -73,7 +79,13 @@ class ThreadPool {
 
   void chunk(int t) {
     const int64_t begin = count_ * t / active_, end = count_ * (t + 1) / active_;
-    if (begin < end) (*body_)(begin, end, t);
+    if (begin >= end) return;
+    try {
+      (*body_)(begin, end, t);
+    } catch (...) {  // kept for run() to rethrow once all chunks are done
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
   }
 
   void work(int index, uint64_t seen) {
@@ -106,6 +118,8 @@ class ThreadPool {
   std::atomic<int> pending_{0};
   std::atomic<uint64_t> generation_{0};
   int sleepers_ = 0;  // workers waiting on start_ (guarded by mutex_)
+  std::mutex error_mutex_;
+  std::exception_ptr error_;  // the first exception a chunk threw (guarded by error_mutex_)
   bool stop_ = false;
 };
 

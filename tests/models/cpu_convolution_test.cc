@@ -29,6 +29,7 @@ const Shape kShapes[] = {
     {"16 channels on 2x2 (weight gradient on im2col, input gradient on oneDNN)", 5, 16, 2, 2, 8, 3, 1, 1, true},
     {"pointwise, stride 2", 3, 8, 6, 6, 16, 1, 2, 0, false},
     {"1x1 map: taps that read only padding", 3, 8, 1, 1, 8, 3, 1, 1, false},
+    {"a batch of 1 (fewer images than threads)", 1, 8, 6, 6, 8, 3, 1, 1, true},
     {"2x2 map to 1x1 output pixel, 4 of 9 taps live", 3, 8, 2, 2, 8, 3, 2, 1, true},
 };
 

@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <stdexcept>
+
 #include "kolo/models.h"
+#include "models/cpu/thread_pool.h"
 
 using namespace kolo::models;
 
@@ -81,4 +85,25 @@ TEST_CASE("convolution forward and backward agree between 1 and 2 threads in bot
     require_close(two.dw, one.dw);
     require_close(two.db, one.db);
   }
+}
+
+// A kernel that throws (oneDNN creating a primitive, an allocation) on any thread: the
+// caller gets the exception once every thread has left the loop, and the pool still works.
+TEST_CASE("an exception thrown inside parallel_for reaches the caller after all threads finish", "[threads]") {
+  set_num_threads(2);
+  for (int thrower : {0, 1}) {
+    INFO("thread " << thrower << " throws");
+    std::atomic<int> finished{0};
+    REQUIRE_THROWS_WITH(cpu::parallel_for(2, [&](int64_t, int64_t, int thread) {
+                          if (thread == thrower) throw std::runtime_error("kernel failed");
+                          for (volatile int i = 0; i < 1000000; ++i) {}
+                          finished.fetch_add(1);
+                        }),
+                        "kernel failed");
+    CHECK(finished.load() == 1);  // the other thread had finished before the rethrow
+    std::atomic<int> chunks{0};
+    cpu::parallel_for(2, [&](int64_t, int64_t, int) { chunks.fetch_add(1); });
+    CHECK(chunks.load() == 2);
+  }
+  set_num_threads(1);
 }
