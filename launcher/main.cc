@@ -56,7 +56,8 @@ LaunchContext context_of(const Environment& env) {
 
 // Everything that can be known wrong before the launch. Host names are looked up only
 // for plain mpirun: a KOLO_MPIRUN wrapper may reach hosts this machine cannot resolve
-// (the network-namespace hosts of shared/infra), and srun takes no host list.
+// (the network-namespace hosts of shared/infra), and srun takes no host list. A dry run
+// only warns about them: its command is often composed here and run on another machine.
 void check_before_launch(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
                          const LaunchCommand& command, const LaunchContext& context) {
   check_program(options.command.front(), context.environment);
@@ -64,7 +65,8 @@ void check_before_launch(const LaunchOptions& options, const std::vector<HostSlo
   check_slots(options.num_ranks, hosts, options.hostfile.empty() ? "-H" : "--hostfile");
   const bool custom_mpirun = context.mpirun != "mpirun";
   if (command.launcher == Launcher::Mpirun && !custom_mpirun && !hosts.empty())
-    check_hosts_resolve(hosts, kHostLookupBound);
+    check_hosts_resolve(hosts, kHostLookupBound,
+                        options.dry_run ? UnresolvedHost::Warn : UnresolvedHost::Fail);
 }
 
 std::string rank_list(const std::vector<int>& ranks) {

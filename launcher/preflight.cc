@@ -82,20 +82,22 @@ void check_slots(int num_ranks, const std::vector<HostSlots>& hosts, const std::
        "); lower -np or give the hosts more slots");
 }
 
-void check_hosts_resolve(const std::vector<HostSlots>& hosts, std::chrono::milliseconds bound) {
+void check_hosts_resolve(const std::vector<HostSlots>& hosts, std::chrono::milliseconds bound,
+                         UnresolvedHost unresolved_host) {
   // getaddrinfo cannot be cancelled, so it runs on a thread kolorun does not wait for
   // past the bound: a slow resolver delays the launch by `bound` at most.
-  auto unresolved = std::make_shared<std::promise<std::vector<std::string>>>();
-  std::future<std::vector<std::string>> result = unresolved->get_future();
+  using Failures = std::vector<std::pair<std::string, std::string>>;  // (name, reason)
+  auto unresolved = std::make_shared<std::promise<Failures>>();
+  std::future<Failures> result = unresolved->get_future();
   std::vector<std::string> names;
   for (const HostSlots& host : hosts)
     if (host.host != "localhost" && host.host != this_host_name()) names.push_back(host.host);
   std::thread([names, unresolved] {
-    std::vector<std::string> failed;
+    Failures failed;
     for (const std::string& name : names) {
       addrinfo* info = nullptr;
       const int error = ::getaddrinfo(name.c_str(), nullptr, nullptr, &info);
-      if (error != 0) failed.push_back("'" + name + "' (" + gai_strerror(error) + ")");
+      if (error != 0) failed.emplace_back(name, gai_strerror(error));
       else ::freeaddrinfo(info);
     }
     unresolved->set_value(failed);
@@ -106,10 +108,16 @@ void check_hosts_resolve(const std::vector<HostSlots>& hosts, std::chrono::milli
                  static_cast<long long>(bound.count()));
     return;
   }
-  const std::vector<std::string> failed = result.get();
+  const Failures failed = result.get();
   if (failed.empty()) return;
+  if (unresolved_host == UnresolvedHost::Warn) {
+    for (const auto& [name, reason] : failed)
+      std::fprintf(stderr, "kolorun: warning: host '%s' does not resolve on this machine (%s)\n",
+                   name.c_str(), reason.c_str());
+    return;
+  }
   std::string list;
-  for (const std::string& f : failed) list += (list.empty() ? "" : ", ") + f;
+  for (const auto& [name, reason] : failed) list += (list.empty() ? "'" : ", '") + name + "' (" + reason + ")";
   fail("unknown host " + list + ": check -H/--hostfile, or set KOLO_MPIRUN to a wrapper "
        "that knows how to reach it");
 }

@@ -21,7 +21,11 @@ void check_launcher_program(const LaunchCommand& command, const Environment& env
 // `source` is "-H" or "--hostfile": where the slots came from.
 void check_slots(int num_ranks, const std::vector<HostSlots>& hosts, const std::string& source);
 // getaddrinfo for every host, all within `bound` (after which kolorun goes on, warning).
-void check_hosts_resolve(const std::vector<HostSlots>& hosts, std::chrono::milliseconds bound);
+// A host that does not resolve fails the launch, or only warns (one line per host) where
+// the command is for another machine (--dry-run).
+enum class UnresolvedHost { Fail, Warn };
+void check_hosts_resolve(const std::vector<HostSlots>& hosts, std::chrono::milliseconds bound,
+                         UnresolvedHost unresolved_host);
 
 // Facts about this machine that shape the command.
 int local_cores();          // physical cores kolorun may run on: mpirun's default slots

@@ -19,12 +19,15 @@ KOLO_BUILD_DIR="${KOLO_BUILD_DIR:-$KOLO_ROOT/build}"
 KOLO_BUILD_TYPE="${KOLO_BUILD_TYPE:-Release}"
 KOLO_JOBS="${KOLO_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
-# Everything the build, the tests and the examples use. zlib and the Fashion-MNIST data
-# set are for the training example (gzip IDX files under /usr/share/...).
+# Everything the build, the tests and the examples use, named directly: apt-get runs with
+# --no-install-recommends, so nothing may arrive only as a recommendation. zlib and the
+# Fashion-MNIST data set are for the training example (gzip IDX files under /usr/share/...).
+# ocl-icd-opencl-dev: Debian's oneDNN package config requires OpenCL's headers and library
+# (find_package(OpenCL REQUIRED)) although kolo runs oneDNN on the CPU only.
 KOLO_PACKAGES=(
   build-essential cmake ninja-build ccache python3
   openmpi-bin libopenmpi-dev
-  libeigen3-dev libdnnl-dev catch2 nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libeigen3-dev libdnnl-dev ocl-icd-opencl-dev catch2 nlohmann-json3-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist
   python3-matplotlib slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev  # scaling plots; tests/cluster
 )

@@ -35,8 +35,18 @@ import report  # noqa: E402
 import timeline_stats  # noqa: E402
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's layout, and shows each flag's default where it has one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default not in (None, "", False, argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--model", default="mnist_convnet", help="mnist_convnet, resnet18, resnet50, ...")
     p.add_argument("--program", default="auto", choices=["auto", *programs.PROGRAMS],
                    help="the training program (auto: mnist for mnist_convnet, else synthetic_benchmark)")

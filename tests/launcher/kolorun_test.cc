@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <regex>
 #include <thread>
+#include <vector>
 
 #include "child_process.h"
 
@@ -79,6 +81,23 @@ TEST_CASE("kolorun --dry-run prints the mpirun command, shell-quoted, and starts
   } else {
     CHECK_THAT(r.out, StartsWith("mpirun --tag-output"));
   }
+}
+
+TEST_CASE("kolorun --dry-run prints the command for hosts this machine cannot resolve, warning once for each",
+          "[kolorun][dry-run][hosts]") {
+  const Outcome r = run(kolorun({"-np", "3", "-H", "node-a.invalid:2,localhost,node-b.invalid", "--dry-run",
+                                 RANK_PROGRAM, "env"}),
+                        test_environment());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains(" -np 3 -H node-a.invalid:2,localhost:1,node-b.invalid:1 "));
+  CHECK_THAT(r.out, EndsWith(std::string(" --rank-exec ") + RANK_PROGRAM + " env\n"));
+  const std::regex warning("kolorun: warning: host '([^']+)' does not resolve on this machine \\([^)]+\\)\n");
+  std::vector<std::string> warned;
+  for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), warning); it != std::sregex_iterator(); ++it)
+    warned.push_back((*it)[1]);
+  CHECK(warned == std::vector<std::string>{"node-a.invalid", "node-b.invalid"});
+  // Nothing else on stderr: the warnings are the whole of it.
+  CHECK(std::regex_replace(r.err, warning, "").empty());
 }
 
 TEST_CASE("kolorun --dry-run in a SLURM allocation prints srun with the variables in its environment",
