@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Runs the README's two commands on a minimal Debian 12, the way a new user meets kolo:
+# a `mmdebstrap --variant=minbase bookworm` root, a clone of this repository in it, then
+#   1. the demo command, as a user with sudo (short: its own flags make it one small epoch);
+#   2. the test command, as root, with a CTest filter that picks a few quick tests (its
+#      build still covers every target).
+# A package that tools/common.sh forgets makes one of them fail here, with the configure or
+# build error in the output, while this machine (which has more installed) would pass.
+#
+# Usage: tools/fresh-root-check.sh [--keep]     (--keep: leave the root for a look inside)
+# It clones the committed HEAD: commit what you want checked.
+#
+# Exit status: 0 both commands passed; 1 one failed (or a step here did); 77 this machine
+# cannot build such a root at all (not root, no mmdebstrap to be had, no mount namespaces).
+#
+# Environment knobs (all optional):
+#   KOLO_FRESH_ROOT_DIR      where the root goes (default: a new folder under /var/tmp)
+#   KOLO_FRESH_DEMO_ARGS     the demo's flags (default: --epochs 1 --train-limit 4096 --test-limit 1024)
+#   KOLO_FRESH_TEST_FILTER   the CTest filter (default: see QUICK_TESTS below)
+#   KOLO_FRESH_STEP_TIMEOUT  seconds any one step may take (default 1800)
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SUITE=bookworm
+USER_NAME=kolo
+DEMO_ARGS="${KOLO_FRESH_DEMO_ARGS:---epochs 1 --train-limit 4096 --test-limit 1024}"
+# One of each kind: unit tests of the runtime, collectives on 2 ranks, the launcher, the
+# main job's tests, the docs' flag tables (python3), and find_package(kolo) from an
+# outside project (which needs every package the installed config looks for).
+QUICK_TESTS='^(unit\.config.*|mpi_np2|launcher\.kolorun.*|examples\.mnist\..*|docs\..*|package\..*)$'
+TEST_FILTER="${KOLO_FRESH_TEST_FILTER:-$QUICK_TESTS}"
+STEP_TIMEOUT="${KOLO_FRESH_STEP_TIMEOUT:-1800}"
+KEEP=0
+[[ "${1:-}" == --keep ]] && KEEP=1
+
+T0=$SECONDS
+log() { printf '[fresh-root %4ds] %s\n' "$((SECONDS - T0))" "$*" >&2; }
+cannot() {
+  printf '\n[fresh-root] ********************************************************\n' >&2
+  printf '[fresh-root] SKIPPED: this machine cannot run the fresh Debian 12 check: %s\n' "$*" >&2
+  printf '[fresh-root] ********************************************************\n\n' >&2
+  exit 77
+}
+
+# ---- can this machine do it at all? ------------------------------------------------------
+((EUID == 0)) || cannot "it needs root (mmdebstrap, chroot and mounts)"
+if ! command -v mmdebstrap >/dev/null; then
+  log "installing mmdebstrap (the tool that builds the root)"
+  { DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap; } >&2 ||
+    cannot "mmdebstrap is not installed and apt-get could not install it"
+fi
+unshare --mount --propagation private true 2>/dev/null ||
+  cannot "no mount namespaces here (unshare --mount failed), so the root's mounts could leak"
+
+# The machine's own apt sources, as files: mmdebstrap pastes them into the root.
+sources=()
+[[ -s /etc/apt/sources.list ]] && grep -q '^[[:space:]]*deb' /etc/apt/sources.list &&
+  sources+=(/etc/apt/sources.list)
+for f in /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+  [[ -s "$f" ]] && sources+=("$f")
+done
+((${#sources[@]} > 0)) || cannot "this machine has no apt sources to build the root from"
+
+# ---- the root ----------------------------------------------------------------------------
+ROOT="${KOLO_FRESH_ROOT_DIR:-$(mktemp -d /var/tmp/kolo-fresh-root.XXXXXX)}"
+ROOT="$(realpath "$ROOT")"
+[[ "$ROOT" != / ]] || { log "refusing to use / as the root"; exit 1; }
+
+# Processes still running inside the root (a rank that outlived its job): ours to end.
+end_processes_in_root() {
+  local pid
+  for pid in /proc/[0-9]*; do
+    [[ "$(readlink "$pid/root" 2>/dev/null)" == "$ROOT" ]] && kill -KILL "${pid#/proc/}" 2>/dev/null
+  done
+  return 0
+}
+cleanup() {
+  local status=$?
+  end_processes_in_root
+  # The mounts live in a private mount namespace that ends with its last process, so the
+  # root is plain files here; refuse to delete anything if that ever stops being true.
+  if findmnt -rn -o TARGET | grep -q "^$ROOT/"; then
+    log "error: something is still mounted under $ROOT; not removing it"
+    exit 1
+  elif ((KEEP)); then
+    log "kept the root at $ROOT"
+  else
+    rm -rf --one-file-system "$ROOT"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "building a minimal Debian 12 root ($SUITE, minbase, plus sudo) in $ROOT from ${sources[*]}"
+# --include=sudo: the demo runs as a user with sudo, who has it by definition.
+timeout "$STEP_TIMEOUT" mmdebstrap --variant=minbase --include=sudo \
+  "$SUITE" "$ROOT" "${sources[@]}"
+# A chroot is not a booted machine: give it what every machine has, a hosts file (Open MPI
+# and sudo look up this host's name) and a name server (apt-get inside the root).
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
+  "$(hostname)" >"$ROOT/etc/hosts"
+[[ -s "$ROOT/etc/resolv.conf" ]] || cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+chroot "$ROOT" useradd --create-home --shell /bin/bash "$USER_NAME"
+echo "$USER_NAME ALL=(ALL) NOPASSWD: ALL" >"$ROOT/etc/sudoers.d/$USER_NAME"
+chmod 0440 "$ROOT/etc/sudoers.d/$USER_NAME"
+
+CLONE="/home/$USER_NAME/kolo"
+git clone --quiet --no-hardlinks "$REPO" "$ROOT$CLONE"
+log "cloned $(git -C "$REPO" rev-parse --short HEAD) to $CLONE"
+[[ -z "$(git -C "$REPO" status --porcelain --untracked-files=no)" ]] ||
+  log "note: $REPO has uncommitted changes; the root checks HEAD without them"
+chroot "$ROOT" chown -R "$USER_NAME:$USER_NAME" "$CLONE"
+
+# Root's test build shares this machine's compiler cache (the same Debian compiler and
+# headers give the same objects, so the host's build after this one reuses them). The
+# user's demo build starts from an empty cache, as a new user's does.
+HOST_CCACHE="$(ccache -k cache_dir 2>/dev/null || echo /root/.cache/ccache)"
+mkdir -p "$HOST_CCACHE" "$ROOT/root/.cache/ccache"
+
+# ---- the two README commands, inside the root ---------------------------------------------
+# Everything below runs in a private mount namespace: /proc, /sys, /dev and /dev/shm are
+# mounted for the root there and vanish with it, however this script ends.
+inside_root() {  # inside_root USER HOME COMMAND
+  timeout --kill-after=30 "$STEP_TIMEOUT" \
+    unshare --mount --propagation private -- bash -euo pipefail -c '
+      root=$1 ccache_dir=$2; shift 2
+      mount -t proc proc "$root/proc"
+      mount --rbind /sys "$root/sys"
+      mount --rbind /dev "$root/dev"
+      mount --bind /dev/shm "$root/dev/shm"
+      mount --bind "$ccache_dir" "$root/root/.cache/ccache"
+      exec "$@"' _ "$ROOT" "$HOST_CCACHE" \
+    chroot --userspec="$1:$1" "$ROOT" \
+    env -i HOME="$2" USER="$1" LOGNAME="$1" SHELL=/bin/bash TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    bash -c "cd $CLONE && $3"
+}
+
+log "as user $USER_NAME (with sudo): ./tools/run-demo.sh $DEMO_ARGS"
+step_start=$SECONDS
+inside_root "$USER_NAME" "/home/$USER_NAME" "./tools/run-demo.sh $DEMO_ARGS"
+log "the demo command passed ($((SECONDS - step_start)) s, packages included)"
+
+log "as root: ./tools/run-tests.sh -R '$TEST_FILTER'"
+step_start=$SECONDS
+inside_root root /root "./tools/run-tests.sh -R '$TEST_FILTER'"
+log "the test command passed ($((SECONDS - step_start)) s)"
+log "passed: both README commands work on a minimal Debian 12"
