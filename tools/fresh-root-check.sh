@@ -35,6 +35,12 @@ KEEP=0
 
 T0=$SECONDS
 log() { printf '[fresh-root %4ds] %s\n' "$((SECONDS - T0))" "$*" >&2; }
+failed() {  # failed WHAT STATUS
+  local why="exit status $2"
+  (($2 == 124 || $2 == 137)) && why="it ran past KOLO_FRESH_STEP_TIMEOUT ($STEP_TIMEOUT s)"
+  log "FAILED: $1 on a minimal Debian 12 ($why); its output is above"
+  exit 1
+}
 cannot() {
   printf '\n[fresh-root] ********************************************************\n' >&2
   printf '[fresh-root] SKIPPED: this machine cannot run the fresh Debian 12 check: %s\n' "$*" >&2
@@ -123,6 +129,7 @@ mkdir -p "$HOST_CCACHE" "$ROOT/root/.cache/ccache"
 # Everything below runs in a private mount namespace: /proc, /sys, /dev and /dev/shm are
 # mounted for the root there and vanish with it, however this script ends.
 inside_root() {  # inside_root USER HOME COMMAND
+  # shellcheck disable=SC2016  # the inner script expands its own arguments
   timeout --kill-after=30 "$STEP_TIMEOUT" \
     unshare --mount --propagation private -- bash -euo pipefail -c '
       root=$1 ccache_dir=$2; shift 2
@@ -140,11 +147,12 @@ inside_root() {  # inside_root USER HOME COMMAND
 
 log "as user $USER_NAME (with sudo): ./tools/run-demo.sh $DEMO_ARGS"
 step_start=$SECONDS
-inside_root "$USER_NAME" "/home/$USER_NAME" "./tools/run-demo.sh $DEMO_ARGS"
+inside_root "$USER_NAME" "/home/$USER_NAME" "./tools/run-demo.sh $DEMO_ARGS" ||
+  failed "the demo command" $?
 log "the demo command passed ($((SECONDS - step_start)) s, packages included)"
 
 log "as root: ./tools/run-tests.sh -R '$TEST_FILTER'"
 step_start=$SECONDS
-inside_root root /root "./tools/run-tests.sh -R '$TEST_FILTER'"
+inside_root root /root "./tools/run-tests.sh -R '$TEST_FILTER'" || failed "the test command" $?
 log "the test command passed ($((SECONDS - step_start)) s)"
 log "passed: both README commands work on a minimal Debian 12"
