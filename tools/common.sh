@@ -29,7 +29,10 @@ KOLO_PACKAGES=(
   openmpi-bin libopenmpi-dev
   libeigen3-dev libdnnl-dev ocl-icd-opencl-dev catch2 nlohmann-json3-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist
-  python3-matplotlib slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev  # scaling plots; tests/cluster
+  # The scaling plots; the single-machine SLURM cluster and the network-namespace hosts
+  # (ip, tc) that tests/cluster starts.
+  python3-matplotlib slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev
+  iproute2
 )
 
 kolo_log() { printf '[kolo] %s\n' "$*" >&2; }

@@ -4,8 +4,7 @@
 #   cluster_missing CODE MSG     "cannot run here": prints MSG and exits with CODE (77 by
 #                                default), which CTest reads as SKIP (SKIP_RETURN_CODE)
 #   cluster_need_root            SKIP unless root (namespaces, daemons, tc need it)
-#   cluster_install PKG...       apt-get install the missing Debian packages, waiting for a
-#                                dpkg lock held by someone else; SKIP if that cannot work
+#   cluster_require PKG...       fail naming the Debian packages that are not installed
 #   cluster_stop_pid PID         TERM, wait up to 10 s, then KILL - one process we started
 #   cluster_free_port_base N     a port P such that P..P+N-1 have no listener
 #   cluster_up_args "$@"         parses "[--hosts N] [--slots S] STATE_DIR", the arguments
@@ -23,27 +22,16 @@ cluster_need_root() {
   [[ "$(id -u)" == 0 ]] || cluster_missing "needs root (network namespaces, daemons, tc); running as $(id -un)"
 }
 
-# $1... Debian package names; installs those dpkg does not list as installed.
-cluster_install() {
+# $1... Debian package names that must be installed. A test never installs packages:
+# tools/common.sh (the README's set-up) lists them all, so a missing one is a set-up error,
+# not something this machine cannot do, and fails instead of skipping.
+cluster_require() {
   local missing=() p
   for p in "$@"; do
     [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" == "install ok installed" ]] || missing+=("$p")
   done
-  ((${#missing[@]} == 0)) && return 0
-  command -v apt-get >/dev/null || cluster_missing "Debian packages ${missing[*]} are missing and there is no apt-get"
-  cluster_log "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  # Another apt-get (a parallel test, unattended upgrades) may hold the dpkg lock for a
-  # while: -o DPkg::Lock::Timeout waits for it instead of failing at once.
-  local i
-  for i in 1 2 3; do
-    if timeout 300 apt-get -o DPkg::Lock::Timeout=120 update -qq &&
-       timeout 600 apt-get -o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends "${missing[@]}"; then
-      return 0
-    fi
-    cluster_log "apt-get failed (try $i of 3)"; sleep 5
-  done
-  cluster_missing "cannot install Debian packages ${missing[*]} (apt-get failed; no network or repository?)"
+  ((${#missing[@]} == 0)) ||
+    cluster_die "Debian packages ${missing[*]} are missing: the README's set-up installs them (tools/common.sh), or apt-get install ${missing[*]}"
 }
 
 cluster_stop_pid() {

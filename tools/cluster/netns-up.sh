@@ -33,7 +33,7 @@ tag="k$(printf '%s' "$D" | md5sum | cut -c1-6)"   # namespace name prefix for th
 net=10.77.0
 
 cluster_need_root
-cluster_install iproute2 util-linux openmpi-bin
+cluster_require iproute2 util-linux openmpi-bin
 command -v unshare >/dev/null || cluster_missing "unshare not found (package util-linux)"
 # Probe what the test needs from the kernel: creating a namespace and a UTS namespace.
 probe="${tag}-probe"

@@ -31,7 +31,7 @@ D="$STATE"
 ((${#D} <= 48)) || cluster_die "STATE_DIR '$D' is too long (${#D} > 48 characters; sockets go under it)"
 
 cluster_need_root
-cluster_install slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev openmpi-bin
+cluster_require slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev openmpi-bin
 # slurm's mpi/pmix plugin dlopen()s the unversioned libpmix.so that only libpmix-dev ships.
 compgen -G "/usr/lib/*/libpmix.so" >/dev/null || cluster_missing "libpmix.so not found (package libpmix-dev)"
 
