@@ -30,6 +30,7 @@ std::vector<EnvVar> variables_from_flags(const LaunchOptions& o) {
   if (o.cache_capacity) vars.push_back({"KOLO_CACHE_CAPACITY", std::to_string(*o.cache_capacity)});
   if (o.disable_cache) vars.push_back({"KOLO_CACHE_CAPACITY", "0"});
   if (!o.timeline_filename.empty()) vars.push_back({"KOLO_TIMELINE", o.timeline_filename});
+  if (o.timeline_mark_cycles) vars.push_back({"KOLO_TIMELINE_MARK_CYCLES", "1"});
   if (o.hierarchical_allreduce) vars.push_back({"KOLO_HIERARCHICAL_ALLREDUCE", "1"});
   if (o.hierarchical_allgather) vars.push_back({"KOLO_HIERARCHICAL_ALLGATHER", "1"});
   if (!o.log_level.empty()) vars.push_back({"KOLO_LOG_LEVEL", o.log_level});

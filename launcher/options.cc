@@ -4,10 +4,14 @@
 #include <cctype>
 #include <iostream>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
 #include "kolo/kolo.h"
+#include "runtime/closest_name.h"
+#include "runtime/unimplemented_horovod_settings.h"
 
 namespace kolo::launcher {
 namespace {
@@ -29,15 +33,19 @@ std::vector<std::string> split_on_spaces(const std::string& text) {
   return words;
 }
 
-// horovodrun spells the rank count `-np`, which CLI11 cannot declare (one dash means one
-// letter). Rewrite it to `--np` among kolorun's own arguments only: the scan stops at the
-// program, whose own arguments may well contain `-np`.
-std::vector<std::string> spell_np_for_cli11(std::vector<std::string> args, const CLI::App& app) {
+// horovodrun's flags with one dash and a long name, which CLI11 cannot declare (one dash
+// means one letter: `-hostfile` would read as -h, help). They are respelt among kolorun's
+// own arguments only: the scan stops at the program, whose own arguments may well contain
+// `-np`.
+constexpr std::pair<std::string_view, std::string_view> kSingleDashFlags[] = {
+    {"-np", "--np"}, {"-hostfile", "--hostfile"}, {"-cb", "--check-build"}};
+
+std::vector<std::string> spell_single_dash_flags_for_cli11(std::vector<std::string> args, const CLI::App& app) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string& token = args[i];
     if (token == "--" || token.empty() || token[0] != '-') break;
-    if (token == "-np") token = "--np";
-    if (token.rfind("-np=", 0) == 0) token = "-" + token;
+    for (const auto& [single, double_dash] : kSingleDashFlags)
+      if (token.substr(0, token.find('=')) == single) token = std::string(double_dash) + token.substr(single.size());
     const std::string name = token.substr(0, token.find('='));
     const CLI::Option* option = app.get_option_no_throw(name);
     const bool value_attached = token.find('=') != std::string::npos ||
@@ -47,33 +55,67 @@ std::vector<std::string> spell_np_for_cli11(std::vector<std::string> args, const
   return args;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
+// horovodrun's flags that kolorun does not take, and why or what to do instead: refused
+// with this rather than as unknown flags. A flag named after a Horovod setting kolo does
+// not implement (--num-nccl-streams sets HOROVOD_NUM_NCCL_STREAMS) needs no entry: that
+// setting's reason serves (unknown_flag_message).
+constexpr std::string_view kSshOptions =
+    "kolorun starts the ranks with mpirun or srun: give ssh's options to Open MPI, e.g. "
+    "OMPI_MCA_plm_rsh_args='-p 2222 -i ~/.ssh/key' in the environment";
+constexpr std::string_view kNoElastic = why_unimplemented("ELASTIC");
+constexpr std::string_view kNoTimestamps = why_unimplemented("LOG_HIDE_TIME");
+constexpr std::pair<std::string_view, std::string_view> kHorovodrunOnlyFlags[] = {
+    {"-p", kSshOptions},
+    {"--ssh-port", kSshOptions},
+    {"-i", kSshOptions},
+    {"--ssh-identity-file", kSshOptions},
+    {"--gloo", "kolo runs on MPI only"},
+    {"--jsrun", "kolorun starts the ranks with mpirun or srun (see --launcher)"},
+    {"--config-file", "kolorun reads no configuration file: give the flags, or set KOLO_ variables"},
+    {"--tcp", "give mpirun --mpi-args '--mca pml ob1 --mca btl ^openib' and set NCCL_IB_DISABLE=1"},
+    {"--binding-args", "kolorun leaves the ranks unbound (-bind-to none): kolo's background thread needs "
+                       "a core besides the program's"},
+    {"--no-hierarchical-allreduce", "kolo's autotuner never turns the hierarchical allreduce on: leave "
+                                    "--hierarchical-allreduce out"},
+    {"--no-hierarchical-allgather", "kolo's autotuner never turns the hierarchical allgather on: leave "
+                                    "--hierarchical-allgather out"},
+    {"--min-np", kNoElastic},
+    {"--min-num-proc", kNoElastic},
+    {"--max-np", kNoElastic},
+    {"--max-num-proc", kNoElastic},
+    {"--slots-per-host", kNoElastic},
+    {"--reset-limit", kNoElastic},
+    {"--blacklist-cooldown-range", kNoElastic},
+    {"--host-discovery-script", kNoElastic},
+    {"--log-with-timestamp", kNoTimestamps},
+    {"--log-without-timestamp", kNoTimestamps},
+    {"--log-hide-timestamp", kNoTimestamps},
+    {"-prefix-timestamp", "kolorun does not timestamp the ranks' output"},
+    {"--prefix-output-with-timestamp", "kolorun does not timestamp the ranks' output"},
+    {"-v", "kolorun --check-build prints kolo's version"},
+    {"--version", "kolorun --check-build prints kolo's version"},
+};
+
+// The Horovod setting a horovodrun flag is named after: --num-nccl-streams -> NUM_NCCL_STREAMS.
+std::string setting_named_by(std::string_view flag) {
+  std::string name;
+  for (char c : flag.substr(std::min(flag.find_first_not_of('-'), flag.size())))
+    name += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
 }
 
-// " (did you mean --fusion-threshold-mb?)" for a flag a few typos away from a real one.
-std::string suggestion_for(const std::string& flag, const CLI::App& app) {
+// Why kolorun refuses `flag`: horovodrun's reason, or a near miss of kolorun's own flags.
+std::string unknown_flag_message(const std::string& flag, const CLI::App& app) {
   const std::string name = flag.substr(0, flag.find('='));
-  std::string best;
-  size_t best_distance = 4;
-  for (const CLI::Option* option : app.get_options()) {
-    for (const std::string& long_name : option->get_lnames()) {
-      const size_t distance = edit_distance(name, "--" + long_name);
-      if (distance < best_distance) best = "--" + long_name, best_distance = distance;
-    }
-  }
-  return best.empty() ? "" : " (did you mean " + best + "?)";
+  std::string_view why = why_unimplemented(setting_named_by(name));
+  for (const auto& [horovodrun_flag, reason] : kHorovodrunOnlyFlags)
+    if (name == horovodrun_flag) why = reason;
+  if (!why.empty()) return name + " is not supported: " + std::string(why);
+  std::vector<std::string> flags;
+  for (const CLI::Option* option : app.get_options())
+    for (const std::string& long_name : option->get_lnames()) flags.push_back("--" + long_name);
+  const std::string near = closest_name(name, flags, 3);
+  return "unknown flag '" + flag + "'" + (near.empty() ? "" : " (did you mean " + near + "?)");
 }
 
 }  // namespace
@@ -102,7 +144,8 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   app.add_flag("--verbose", o.verbose, "print the command, the forwarded variables and rank starts");
   app.add_flag("--dry-run", o.dry_run, "print the launch command (shell-quoted) and exit");
   app.add_flag("--check-build", o.check_build,
-               "print what this build of kolo has (MPI, NCCL, CUDA, cuDNN) and exit");
+               "print what this build of kolo has (MPI, NCCL, CUDA, cuDNN) and exit (horovodrun: -cb)");
+  app.add_flag("--mpi")->description("accepted for horovodrun's command lines: kolo always runs on MPI");
 
   app.add_option("--fusion-threshold-mb", o.fusion_threshold_mb,
                  "fusion buffer size in MiB (sets KOLO_FUSION_THRESHOLD in bytes; 0: no fusion)")
@@ -115,6 +158,8 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   app.add_flag("--disable-cache", o.disable_cache, "KOLO_CACHE_CAPACITY=0")->excludes(cache);
   app.add_option("--timeline-filename", o.timeline_filename,
                  "KOLO_TIMELINE: rank 0 writes a Chrome-trace timeline there");
+  app.add_flag("--timeline-mark-cycles", o.timeline_mark_cycles,
+               "KOLO_TIMELINE_MARK_CYCLES=1: the timeline marks each negotiation cycle");
   app.add_flag("--hierarchical-allreduce", o.hierarchical_allreduce,
                "KOLO_HIERARCHICAL_ALLREDUCE=1");
   app.add_flag("--hierarchical-allgather", o.hierarchical_allgather,
@@ -123,17 +168,20 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
                  "KOLO_LOG_LEVEL: trace, debug, info, warning, error or fatal");
   app.add_flag("--autotune", o.autotune, "KOLO_AUTOTUNE=1");
   app.add_option("--autotune-log-file", o.autotune_log_file, "KOLO_AUTOTUNE_LOG");
-  app.add_flag("--no-stall-check", o.no_stall_check, "KOLO_STALL_CHECK_DISABLE=1");
+  auto* no_stall_check = app.add_flag("--no-stall-check", o.no_stall_check, "KOLO_STALL_CHECK_DISABLE=1");
+  // The stall times would do nothing with the check off: refused together.
   app.add_option("--stall-check-warning-time-seconds", o.stall_check_warning_seconds,
                  "KOLO_STALL_CHECK_TIME_SECONDS")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(no_stall_check);
   app.add_option("--stall-check-shutdown-time-seconds", o.stall_check_shutdown_seconds,
                  "KOLO_STALL_SHUTDOWN_TIME_SECONDS")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(no_stall_check);
 
-  app.add_option("--network-interface", o.network_interface,
-                 "interfaces or subnets MPI uses (btl/oob_tcp_if_include), e.g. eth0 or "
-                 "10.0.0.0/24; interface names also set NCCL_SOCKET_IFNAME");
+  app.add_option("--network-interface,--network-interfaces", o.network_interface,
+                 "interfaces or subnets MPI uses (btl/oob_tcp_if_include), e.g. eth0, eth0,eth1 "
+                 "or 10.0.0.0/24; interface names also set NCCL_SOCKET_IFNAME");
   app.add_option("--start-timeout", o.start_timeout_seconds,
                  "seconds for every rank's process to start (0: no bound)")
       ->capture_default_str()
@@ -147,7 +195,7 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   std::string mpi_args;
   app.add_option("--mpi-args", mpi_args, "extra arguments for mpirun (or srun), space-separated");
 
-  std::vector<std::string> reversed = spell_np_for_cli11(args, app);
+  std::vector<std::string> reversed = spell_single_dash_flags_for_cli11(args, app);
   std::reverse(reversed.begin(), reversed.end());  // CLI11 consumes a vector from the back
   try {
     app.parse(reversed);
@@ -161,7 +209,7 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
   else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-')
-    bad_command_line("unknown flag '" + rest.front() + "'" + suggestion_for(rest.front(), app));
+    bad_command_line(unknown_flag_message(rest.front(), app));
   o.command = rest;
 
   o.launcher = launcher == "mpirun" ? LauncherChoice::Mpirun

@@ -26,6 +26,7 @@ struct LaunchOptions {
   std::optional<long long> cache_capacity;
   bool disable_cache = false;
   std::string timeline_filename;
+  bool timeline_mark_cycles = false;
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
   std::string log_level;             // lower case

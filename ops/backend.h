@@ -1,6 +1,6 @@
 // The narrow interface every collective backend implements: MPI (mpi_backend.cc), NCCL
 // (cuda/nccl_backend.cc), host-staged MPI for device memory (staged_backend.cc) and the
-// hierarchical allreduce (hierarchical_backend.cc), which are built from the others. A
+// hierarchical collectives (hierarchical_backend.cc), which are built from the others. A
 // backend moves and reduces flat buffers; it knows nothing of tensor names, negotiation
 // or fusion. All calls are made from the runtime's single background thread, in the
 // same order on every rank. Failures throw kolo::Error with StatusCode::CommFailure.

@@ -2,8 +2,6 @@
 
 #include <cstring>
 
-#include "hierarchical_backend.h"
-
 namespace kolo::ops {
 
 const char* gpu_operations_name(GpuOperations operations) {
@@ -88,7 +86,7 @@ GpuPath make_gpu_path(GpuParts& parts, const MpiContext& context, int device, co
       throw Error(StatusCode::InvalidArgument,
                   "kolo: KOLO_GPU_OPERATIONS=NCCL, but this build of kolo has no NCCL (use MPI)");
     std::unique_ptr<Backend> flat = parts.make_collectives(context.comm(), *path.ops, options.timeout);
-    if (!options.hierarchical) {
+    if (!options.hierarchical.any()) {
       path.backend = std::move(flat);
       return path;
     }
@@ -97,22 +95,22 @@ GpuPath make_gpu_path(GpuParts& parts, const MpiContext& context, int device, co
     h.cross = staged(context.cross_comm(), mpi(context.cross_comm()));
     h.flat = std::move(flat);
     h.memory = path.ops.get();
-    h.local_rank = context.local_rank();
-    h.local_size = context.local_size();
+    h.placement = context.placement();
+    h.routes = options.hierarchical;
     path.backend = make_hierarchical_backend(std::move(h));
     return path;
   }
 
   std::unique_ptr<Backend> host = mpi(context.comm());
-  if (options.hierarchical) {
+  if (options.hierarchical.any()) {
     path.host_ops = make_cpu_ops();
     HierarchicalParts h;
     h.local = mpi(context.local_comm());
     h.cross = mpi(context.cross_comm());
     h.flat = std::move(host);
     h.memory = path.host_ops.get();
-    h.local_rank = context.local_rank();
-    h.local_size = context.local_size();
+    h.placement = context.placement();
+    h.routes = options.hierarchical;
     host = make_hierarchical_backend(std::move(h));
   }
   path.backend = staged(context.comm(), std::move(host));

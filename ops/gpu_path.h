@@ -1,6 +1,7 @@
 // The GPU side of kolo for one device: the DeviceOps GPU tensors use (kolo's stream, the
 // fusion and cast kernels, buffers, events) and their backend, composed according to
-// KOLO_GPU_OPERATIONS and KOLO_HIERARCHICAL_ALLREDUCE from the parts a GPU provides:
+// KOLO_GPU_OPERATIONS and KOLO_HIERARCHICAL_ALLREDUCE / _ALLGATHER from the parts a GPU
+// provides:
 //
 //   NCCL:                NCCL over every rank
 //   NCCL, hierarchical:  NCCL in the node, host-staged MPI across nodes, NCCL for the rest
@@ -19,6 +20,7 @@
 
 #include "backend.h"
 #include "device.h"
+#include "hierarchical_backend.h"
 #include "mpi_backend.h"
 #include "staged_backend.h"
 
@@ -61,7 +63,7 @@ std::unique_ptr<GpuParts> make_host_stand_in_parts(const MpiOptions& mpi);
 
 struct GpuPathOptions {
   GpuOperations operations = GpuOperations::Nccl;
-  bool hierarchical = false;
+  HierarchicalRoutes hierarchical;  // which collectives run hierarchically
   MpiOptions mpi;
   int64_t staging_piece_bytes = 1 << 20;
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
@@ -69,7 +71,7 @@ struct GpuPathOptions {
 
 struct GpuPath {
   std::unique_ptr<DeviceOps> ops;
-  std::unique_ptr<DeviceOps> host_ops;  // the hierarchical MPI allreduce's host scratch
+  std::unique_ptr<DeviceOps> host_ops;  // the hierarchical MPI collectives' host scratch
   std::unique_ptr<Backend> backend;
 };
 

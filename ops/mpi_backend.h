@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "backend.h"
+#include "node_layout.h"
 
 namespace kolo::ops {
 
@@ -27,7 +29,7 @@ struct TopologyOptions {
 };
 
 // Owns the duplicated communicator, the node topology derived from it, and the node
-// (local) and cross-node communicators the hierarchical allreduce runs on.
+// (local) and cross-node communicators the hierarchical collectives run on.
 class MpiContext {
  public:
   explicit MpiContext(MPI_Comm parent, const TopologyOptions& options = {});
@@ -48,6 +50,8 @@ class MpiContext {
   bool homogeneous() const { return largest_node_ == smallest_node_; }
   int largest_node() const { return largest_node_; }
   int smallest_node() const { return smallest_node_; }
+  // This rank's place among the nodes, with the node of every rank.
+  NodePlacement placement() const { return {rank_, local_rank_, local_size_, node_of_rank_}; }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL, local_ = MPI_COMM_NULL, cross_ = MPI_COMM_NULL;
@@ -55,6 +59,7 @@ class MpiContext {
   int local_rank_ = 0, local_size_ = 1;
   int cross_rank_ = 0, cross_size_ = 1;
   int largest_node_ = 1, smallest_node_ = 1;
+  std::vector<int> node_of_rank_;
 };
 
 std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const MpiOptions& options);
@@ -62,6 +67,11 @@ std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const MpiOp
 std::unique_ptr<Backend> make_mpi_backend(MPI_Comm comm, const MpiOptions& options);
 std::unique_ptr<ControlChannel> make_mpi_control_channel(const MpiContext& context,
                                                          const MpiOptions& options);
+
+// The node of every rank of `comm` (NodePlacement::node_of_rank), given this rank's node:
+// `local`, split from `comm` with the rank as key, so that local rank 0 is the node's
+// lowest rank. Collective over `comm`.
+std::vector<int> node_of_every_rank(MPI_Comm comm, MPI_Comm local);
 
 // Throws kolo::Error(CommFailure) naming `what` when `rc` is not MPI_SUCCESS.
 void check_mpi(int rc, const char* what);

@@ -1,4 +1,5 @@
 #include <string>
+#include <vector>
 
 #include "mpi_backend.h"
 #include "node_layout.h"
@@ -12,6 +13,25 @@ void check_mpi(int rc, const char* what) {
   MPI_Error_string(rc, text, &length);
   throw Error(StatusCode::CommFailure,
               std::string("MPI error in ") + what + ": " + std::string(text, length));
+}
+
+std::vector<int> node_of_every_rank(MPI_Comm comm, MPI_Comm local) {
+  // A node is named by its leader, local rank 0, which the group translation finds
+  // without a message.
+  MPI_Group local_group, group;
+  check_mpi(MPI_Comm_group(local, &local_group), "MPI_Comm_group");
+  check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group");
+  const int zero = 0;
+  int leader = 0;
+  const int rc = MPI_Group_translate_ranks(local_group, 1, &zero, group, &leader);
+  MPI_Group_free(&local_group);
+  MPI_Group_free(&group);
+  check_mpi(rc, "MPI_Group_translate_ranks");
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> leaders(static_cast<std::size_t>(size));
+  check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather (nodes)");
+  return nodes_by_leader(leaders);
 }
 
 MpiContext::MpiContext(MPI_Comm parent, const TopologyOptions& options) {
@@ -47,6 +67,7 @@ MpiContext::MpiContext(MPI_Comm parent, const TopologyOptions& options) {
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce (node sizes)");
   largest_node_ = sizes[0];
   smallest_node_ = -sizes[1];
+  node_of_rank_ = node_of_every_rank(comm_, local_);
 }
 
 MpiContext::~MpiContext() {

@@ -7,6 +7,7 @@
 #include "kolo/kolo.h"
 #include "logging.h"
 #include "runtime.h"
+#include "settings_report.h"
 
 namespace kolo {
 namespace {
@@ -167,6 +168,8 @@ namespace {
 void start(MPI_Comm comm, bool owns_mpi, const Config& config) {
   g_runtime = std::make_unique<Runtime>(comm, config, owns_mpi);
   set_log_rank(g_runtime->context().rank());
+  // On the program's communicator, not the runtime's: its background thread runs now.
+  report_ignored_settings(config, g_runtime->config(), comm);
   if (g_runtime->context().rank() == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
 }
 

@@ -100,6 +100,8 @@ Config config_from_environment(const EnvLookup& env) {
     config.cache_capacity = static_cast<int>(capacity);
   }
   if (auto v = lookup(env, "TIMELINE")) config.timeline_path = v->second;
+  if (auto v = lookup(env, "TIMELINE_MARK_CYCLES"))
+    config.timeline_mark_cycles = parse_bool(v->first, v->second);
   if (auto v = lookup(env, "STALL_CHECK_TIME_SECONDS"))
     config.stall_check_seconds = parse_number(v->first, v->second, 0, "seconds >= 0");
   if (auto v = lookup(env, "STALL_CHECK_DISABLE"))
@@ -130,6 +132,8 @@ Config config_from_environment(const EnvLookup& env) {
   }
   if (auto v = lookup(env, "HIERARCHICAL_ALLREDUCE"))
     config.hierarchical_allreduce = parse_bool(v->first, v->second);
+  if (auto v = lookup(env, "HIERARCHICAL_ALLGATHER"))
+    config.hierarchical_allgather = parse_bool(v->first, v->second);
   if (auto v = lookup(env, "TEST_LOCAL_SIZE")) {
     const std::string expected = "a rank count >= 0 that divides the number of ranks (0: MPI's node split)";
     const int64_t local = parse_integer(v->first, v->second, 0, expected);
@@ -146,6 +150,7 @@ std::string Config::describe() const {
       << "KOLO_CYCLE_TIME = " << cycle_time_ms << "\n"
       << "KOLO_CACHE_CAPACITY = " << cache_capacity << "\n"
       << "KOLO_TIMELINE = " << timeline_path << "\n"
+      << "KOLO_TIMELINE_MARK_CYCLES = " << (timeline_mark_cycles ? 1 : 0) << "\n"
       << "KOLO_STALL_CHECK_TIME_SECONDS = " << stall_check_seconds
       << (stall_check_enabled ? "" : " (disabled)") << "\n"
       << "KOLO_STALL_SHUTDOWN_TIME_SECONDS = " << stall_shutdown_seconds << "\n"
@@ -154,7 +159,8 @@ std::string Config::describe() const {
       << "KOLO_CONTROL_TIMEOUT_SECONDS = " << control_timeout_seconds << "\n"
       << "KOLO_AUTOTUNE = " << (autotune ? 1 : 0) << "\n"
       << "KOLO_GPU_OPERATIONS = " << gpu_operations_setting_name(gpu_operations) << "\n"
-      << "KOLO_HIERARCHICAL_ALLREDUCE = " << (hierarchical_allreduce ? 1 : 0) << "\n";
+      << "KOLO_HIERARCHICAL_ALLREDUCE = " << (hierarchical_allreduce ? 1 : 0) << "\n"
+      << "KOLO_HIERARCHICAL_ALLGATHER = " << (hierarchical_allgather ? 1 : 0) << "\n";
   if (test_local_size > 0) out << "KOLO_TEST_LOCAL_SIZE = " << test_local_size << "\n";
   if (test_host_gpu) out << "KOLO_TEST_HOST_GPU = 1\n";
   return out.str();

@@ -20,6 +20,7 @@ struct Config {
   double cycle_time_ms = 1.0;
   int cache_capacity = 1024;                          // 0 disables the response cache
   std::string timeline_path;                          // empty: no timeline
+  bool timeline_mark_cycles = false;                  // an instant event at each cycle's start
   double stall_check_seconds = 60.0;
   bool stall_check_enabled = true;
   // 0: never fail stalled tensors. On by default so that a wait on a tensor some rank
@@ -32,6 +33,7 @@ struct Config {
   std::string autotune_log;
   GpuOperationsSetting gpu_operations = GpuOperationsSetting::Auto;
   bool hierarchical_allreduce = false;
+  bool hierarchical_allgather = false;
   // Tests only: consecutive groups of this many ranks act as nodes (0: MPI's split).
   int test_local_size = 0;
   // Tests only: "GPU" tensors are host memory, and the GPU path runs with MPI and memcpy
@@ -45,7 +47,9 @@ struct Config {
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 EnvLookup process_environment();
 
-// Throws kolo::Error(InvalidArgument) naming the variable on a bad value.
+// Throws kolo::Error(InvalidArgument) naming the variable on a bad value. Asks `env` for
+// every variable it knows (KOLO_<NAME>, then HOROVOD_<NAME>) whatever the answers:
+// ignored_settings.cc learns kolo's variable names this way.
 Config config_from_environment(const EnvLookup& env = process_environment());
 
 LogLevel parse_log_level(const std::string& text);  // throws on unknown names

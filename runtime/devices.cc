@@ -26,19 +26,22 @@ Devices::Devices(const ops::MpiContext& context, const Config& config) : context
   mpi_.control_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(config.control_timeout_seconds * 1000.0));
   host_ops_ = ops::make_cpu_ops();
-  if (config.hierarchical_allreduce) {
-    if (!context.homogeneous())
-      throw Error(StatusCode::InvalidArgument,
-                  "kolo: KOLO_HIERARCHICAL_ALLREDUCE needs the same number of ranks on every node, but nodes "
-                  "run from " + std::to_string(context.smallest_node()) + " to " +
-                      std::to_string(context.largest_node()) + " ranks");
+  const ops::HierarchicalRoutes hierarchical{config.hierarchical_allreduce, config.hierarchical_allgather};
+  // The allreduce's cross-node step pairs local rank i of every node; the allgather's
+  // involves only local rank 0, so it takes nodes of any size.
+  if (hierarchical.allreduce && !context.homogeneous())
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: KOLO_HIERARCHICAL_ALLREDUCE needs the same number of ranks on every node, but nodes "
+                "run from " + std::to_string(context.smallest_node()) + " to " +
+                    std::to_string(context.largest_node()) + " ranks");
+  if (hierarchical.any()) {
     ops::HierarchicalParts h;
     h.local = ops::make_mpi_backend(context.local_comm(), mpi_);
     h.cross = ops::make_mpi_backend(context.cross_comm(), mpi_);
     h.flat = ops::make_mpi_backend(context, mpi_);
     h.memory = host_ops_.get();
-    h.local_rank = context.local_rank();
-    h.local_size = context.local_size();
+    h.placement = context.placement();
+    h.routes = hierarchical;
     host_backend_ = ops::make_hierarchical_backend(std::move(h));
   } else {
     host_backend_ = ops::make_mpi_backend(context, mpi_);
@@ -46,7 +49,7 @@ Devices::Devices(const ops::MpiContext& context, const Config& config) : context
 
   parts_ = config.test_host_gpu ? ops::make_host_stand_in_parts(mpi_) : ops::make_cuda_parts();
   if (parts_) gpu_options_.operations = resolve_gpu_operations(config.gpu_operations, parts_->has_nccl());
-  gpu_options_.hierarchical = config.hierarchical_allreduce;
+  gpu_options_.hierarchical = hierarchical;
   gpu_options_.mpi = mpi_;
   gpu_options_.timeout = mpi_.control_timeout;
 }
@@ -108,7 +111,8 @@ void Devices::set_allreduce_chunk_bytes(int64_t bytes) {
 std::string Devices::describe_gpu() const {
   if (!parts_) return "none (built without CUDA)";
   return parts_->name() + ", collectives: " + ops::gpu_operations_name(gpu_options_.operations) +
-         (gpu_options_.hierarchical ? ", hierarchical allreduce" : "");
+         (gpu_options_.hierarchical.allreduce ? ", hierarchical allreduce" : "") +
+         (gpu_options_.hierarchical.allgather ? ", hierarchical allgather" : "");
 }
 
 }  // namespace kolo

@@ -1,5 +1,5 @@
 // The backend and DeviceOps for each kind of memory. The host path (MPI, or the
-// hierarchical allreduce over MPI) is built at init(); the GPU path is built by the first
+// hierarchical collectives over MPI) is built at init(); the GPU path is built by the first
 // GPU operation the ranks run. Every rank runs the same responses in the same order, so
 // they all reach it together, which NCCL's collective set-up needs.
 #pragma once

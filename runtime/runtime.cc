@@ -19,11 +19,11 @@ constexpr std::chrono::seconds kPartialSlotTimeout{1};
 
 // Settings that change what ranks send must be equal everywhere: rank 0's win.
 void agree_on_settings(Config& config, MPI_Comm comm) {
-  int64_t values[7] = {config.fusion_threshold_bytes, config.cache_capacity,
+  int64_t values[8] = {config.fusion_threshold_bytes, config.cache_capacity,
                        config.allreduce_chunk_bytes, config.autotune ? 1 : 0,
                        static_cast<int64_t>(config.gpu_operations), config.hierarchical_allreduce ? 1 : 0,
-                       config.test_host_gpu ? 1 : 0};
-  ops::check_mpi(MPI_Bcast(values, 7, MPI_INT64_T, 0, comm), "MPI_Bcast (settings)");
+                       config.test_host_gpu ? 1 : 0, config.hierarchical_allgather ? 1 : 0};
+  ops::check_mpi(MPI_Bcast(values, 8, MPI_INT64_T, 0, comm), "MPI_Bcast (settings)");
   config.fusion_threshold_bytes = values[0];
   config.cache_capacity = static_cast<int>(values[1]);
   config.allreduce_chunk_bytes = values[2];
@@ -31,6 +31,7 @@ void agree_on_settings(Config& config, MPI_Comm comm) {
   config.gpu_operations = static_cast<GpuOperationsSetting>(values[4]);
   config.hierarchical_allreduce = values[5] != 0;
   config.test_host_gpu = values[6] != 0;
+  config.hierarchical_allgather = values[7] != 0;
 }
 
 // Rank 0 opens the timeline; if it cannot, every rank fails init() with its reason
@@ -135,6 +136,7 @@ void Runtime::loop() {
     const auto cycle_time = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
     for (;;) {
       const auto start = Clock::now();
+      if (config_.timeline_mark_cycles) timeline_.cycle_start(start);
       if (!cycle()) break;
       // With work of its own still waiting, a rank goes straight into the next cycle: the
       // cycle's allreduce paces it to the other ranks. Idle, it sleeps a cycle time.

@@ -68,15 +68,16 @@ int Timeline::lane(const std::string& tensor) {
   return it->second;
 }
 
+double Timeline::micros(Clock::time_point t) const {
+  return std::chrono::duration<double, std::micro>(t - origin_).count();
+}
+
 void Timeline::write_event(const char* name, int tid, Clock::time_point start,
                            Clock::time_point end, const std::string& args) {
-  const auto us = [this](Clock::time_point t) {
-    return std::chrono::duration<double, std::micro>(t - origin_).count();
-  };
   std::fprintf(file_,
                "%s{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                "\"args\":{%s}}",
-               first_event_ ? "" : ",\n", name, pid_, tid, us(start), us(end) - us(start),
+               first_event_ ? "" : ",\n", name, pid_, tid, micros(start), micros(end) - micros(start),
                args.c_str());
   first_event_ = false;
 }
@@ -96,6 +97,13 @@ void Timeline::fused_group(int64_t group_id, const std::vector<std::string>& ten
     args += (i ? ",\"" : "\"") + json_escape(tensors[i]) + "\"";
   args += "]";
   write_event("FUSED", 0, start, end, args);
+}
+
+void Timeline::cycle_start(Clock::time_point when) {
+  if (!enabled()) return;
+  std::fprintf(file_, "%s{\"name\":\"CYCLE_START\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%.3f}",
+               first_event_ ? "" : ",\n", pid_, micros(when));
+  first_event_ = false;
 }
 
 }  // namespace kolo

@@ -32,9 +32,13 @@ class Timeline {
   // A fused group on its own lane: which tensors went through one buffer.
   void fused_group(int64_t group_id, const std::vector<std::string>& tensors, int64_t bytes,
                    Clock::time_point start, Clock::time_point end);
+  // An instant CYCLE_START marker across the whole trace (KOLO_TIMELINE_MARK_CYCLES), as
+  // Horovod draws one: the gaps between markers show how long the cycles took.
+  void cycle_start(Clock::time_point when);
 
  private:
   int lane(const std::string& tensor);
+  double micros(Clock::time_point t) const;  // since open()
   void write_event(const char* name, int tid, Clock::time_point start, Clock::time_point end,
                    const std::string& args);
 

@@ -13,12 +13,15 @@
 //   KOLO_AUTOTUNE=1 KOLO_AUTOTUNE_LOG=/tmp/a.csv mpirun -np 2 kolo_init_modes autotune
 //   KOLO_CONTROL_TIMEOUT_SECONDS=2 mpirun -np 2 kolo_init_modes hung-rank
 //   KOLO_X=bad mpirun -np 2 kolo_init_modes config-error KOLO_X
+//   HOROVOD_X=1 mpirun -np 2 kolo_init_modes ignored-setting HOROVOD_X
+//   HOROVOD_X=1 KOLO_LOG_LEVEL=error mpirun -np 2 kolo_init_modes silenced-setting HOROVOD_X
 //
 // Exit code 0 when every check passed on this rank; failures are printed with the rank.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -445,6 +448,57 @@ int config_error(const char* variable) {
   return 1;
 }
 
+// What `body` writes to this process's stderr (kolo's log included), passed on afterwards.
+template <typename Body>
+std::string capture_stderr(Body body) {
+  std::fflush(stderr);
+  std::FILE* capture = std::tmpfile();
+  const int saved = dup(STDERR_FILENO);
+  dup2(fileno(capture), STDERR_FILENO);
+  body();
+  std::fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  std::string text;
+  std::rewind(capture);
+  for (int c; (c = std::fgetc(capture)) != EOF;) text += static_cast<char>(c);
+  std::fclose(capture);
+  std::fputs(text.c_str(), stderr);
+  return text;
+}
+
+// kolo::init(), and the lines it printed on this rank that name `variable`.
+std::vector<std::string> init_lines_naming(const char* variable) {
+  const std::string log = capture_stderr([] { kolo::init(); });
+  g_rank = kolo::rank();
+  std::vector<std::string> naming;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(variable) != std::string::npos) naming.push_back(line);
+  return naming;
+}
+
+// init() names `variable` as ignored once, on rank 0, at warning level; the other ranks
+// say nothing about it.
+int ignored_setting(const char* variable) {
+  const std::vector<std::string> naming = init_lines_naming(variable);
+  EXPECT(naming.size() == (g_rank == 0 ? 1u : 0u));
+  if (g_rank == 0 && naming.size() == 1) {
+    EXPECT(naming[0].rfind("[kolo 0] WARNING: ", 0) == 0);
+    EXPECT(naming[0].find(" is ignored: ") != std::string::npos);
+    if (g_failures == 0) std::printf("warned once: %s\n", naming[0].c_str());
+  }
+  kolo::shutdown();
+  return g_failures;
+}
+
+// With KOLO_LOG_LEVEL=error, init() says nothing about an ignored `variable` on any rank.
+int silenced_setting(const char* variable) {
+  EXPECT(init_lines_naming(variable).empty());
+  kolo::shutdown();
+  return g_failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -464,10 +518,12 @@ int main(int argc, char** argv) {
     else if (mode == "bad-timeline") failures = bad_timeline(argc, argv);
     else if (mode == "c-api-wait-output-misuse") failures = c_api_wait_output_misuse();
     else if (mode == "config-error" && argc > 2) failures = config_error(argv[2]);
+    else if (mode == "ignored-setting" && argc > 2) failures = ignored_setting(argv[2]);
+    else if (mode == "silenced-setting" && argc > 2) failures = silenced_setting(argv[2]);
     else {
       std::fprintf(stderr, "usage: %s kolo-owns|program-owns|low-thread-level|subcomm|topology|"
                            "shutdown-aborts|c-api|autotune|hung-rank|null-comm|bad-timeline|c-api-wait-output-misuse|"
-                           "config-error VARIABLE\n", argv[0]);
+                           "config-error VARIABLE|ignored-setting VARIABLE|silenced-setting VARIABLE\n", argv[0]);
       return 2;
     }
   } catch (const std::exception& e) {

@@ -127,6 +127,7 @@ TEST_CASE("flags become KOLO_ variables in the runtime's units", "[command]") {
   o.cycle_time_ms = 0.5;
   o.cache_capacity = 7;
   o.timeline_filename = "/tmp/kolo timeline.json";
+  o.timeline_mark_cycles = true;
   o.hierarchical_allreduce = true;
   o.hierarchical_allgather = true;
   o.log_level = "debug";
@@ -140,6 +141,7 @@ TEST_CASE("flags become KOLO_ variables in the runtime's units", "[command]") {
                                        {"KOLO_CYCLE_TIME", "0.5"},
                                        {"KOLO_CACHE_CAPACITY", "7"},
                                        {"KOLO_TIMELINE", "/tmp/kolo timeline.json"},
+                                       {"KOLO_TIMELINE_MARK_CYCLES", "1"},
                                        {"KOLO_HIERARCHICAL_ALLREDUCE", "1"},
                                        {"KOLO_HIERARCHICAL_ALLGATHER", "1"},
                                        {"KOLO_LOG_LEVEL", "debug"},

@@ -160,6 +160,20 @@ TEST_CASE("kolo's runtime reads the flags' settings in its own units", "[kolorun
   CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_CACHE_CAPACITY = 7\n"));
 }
 
+TEST_CASE("the timeline-mark-cycles flag reaches the runtime, and a Horovod variable it ignores is named once by rank 0",
+          "[kolorun][env]") {
+  const std::string timeline = (fresh_directory("kolorun_mark_cycles") / "timeline.json").string();
+  const Outcome r = run(kolorun({"-np", "2", "--timeline-filename", timeline, "--timeline-mark-cycles",
+                                 KOLO_SETTINGS_PROGRAM}),
+                        test_environment({"HOROVOD_THREAD_AFFINITY=1"}));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_TIMELINE_MARK_CYCLES = 1\n"));
+  CHECK(count_occurrences(r.err, "HOROVOD_THREAD_AFFINITY") == 1);
+  CHECK_THAT(r.err, Contains("[0]<stderr>:[kolo 0] WARNING: HOROVOD_THREAD_AFFINITY=1 is ignored: "
+                             "kolo does not pin its background thread to a core\n"));
+  CHECK(std::filesystem::exists(timeline));
+}
+
 TEST_CASE("an MPI program runs on every rank with MPI wired up", "[kolorun][mpi]") {
   for (const Words& extra : {Words{}, Words{"--network-interface", "lo"}}) {
     Words args = {"-np", "3"};

@@ -14,6 +14,18 @@ LaunchOptions parse(std::vector<std::string> args) {
   return *options;
 }
 
+// The message of the error a bad command line gives.
+std::string error_of(const std::vector<std::string>& args) {
+  try {
+    parse_command_line(args);
+  } catch (const kolo::Error& e) {
+    CHECK(e.code() == kolo::StatusCode::InvalidArgument);
+    return std::string(e.what());
+  }
+  FAIL("no error for a bad command line");
+  return std::string();
+}
+
 }  // namespace
 
 TEST_CASE("the flags -np and --np are the same", "[options]") {
@@ -36,7 +48,7 @@ TEST_CASE("everything from the program on belongs to the program", "[options]") 
 TEST_CASE("runtime flags are read with their units", "[options]") {
   const LaunchOptions o = parse({"-np", "1", "--fusion-threshold-mb", "32", "--cycle-time-ms", "0.5",
                                  "--cache-capacity", "7", "--timeline-filename", "/tmp/t.json",
-                                 "--hierarchical-allreduce", "--log-level", "DEBUG",
+                                 "--timeline-mark-cycles", "--hierarchical-allreduce", "--log-level", "DEBUG",
                                  "--start-timeout", "5", "--network-interface", "eth0",
                                  "--output-filename", "logs", "--mpi-args", "--mca btl tcp,self",
                                  "prog"});
@@ -44,6 +56,7 @@ TEST_CASE("runtime flags are read with their units", "[options]") {
   CHECK(*o.cycle_time_ms == 0.5);
   CHECK(*o.cache_capacity == 7);
   CHECK(o.timeline_filename == "/tmp/t.json");
+  CHECK(o.timeline_mark_cycles);
   CHECK(o.hierarchical_allreduce);
   CHECK(o.log_level == "debug");
   CHECK(o.start_timeout_seconds == 5);
@@ -66,17 +79,57 @@ TEST_CASE("check-build needs neither -np nor a program", "[options]") {
   CHECK(parse({"--check-build"}).check_build);
 }
 
+TEST_CASE("horovodrun's one-dash long flags -hostfile and -cb are its double-dash ones", "[options]") {
+  // Without the respelling, -hostfile reads as -h (help) and parse_command_line returns nothing.
+  CHECK(parse({"-hostfile", "hosts", "-np", "2", "prog"}).hostfile == "hosts");
+  CHECK(parse({"-hostfile=hosts", "-np", "2", "prog"}).hostfile == "hosts");
+  CHECK(parse({"-cb"}).check_build);
+  // Only kolorun's own arguments: the program's -hostfile stays the program's.
+  const LaunchOptions o = parse({"-np", "2", "prog", "-hostfile", "x", "-cb"});
+  CHECK(o.hostfile.empty());
+  CHECK(o.command == std::vector<std::string>{"prog", "-hostfile", "x", "-cb"});
+}
+
+TEST_CASE("horovodrun's flags that kolorun lacks are refused with the reason, not as unknown", "[options]") {
+  CHECK(error_of({"--gloo", "-np", "2", "prog"}) ==
+        "kolorun: --gloo is not supported: kolo runs on MPI only (see kolorun --help)");
+  // Flags named after a Horovod setting kolo does not implement give that setting's reason.
+  CHECK(error_of({"-np", "2", "--num-nccl-streams", "2", "prog"}) ==
+        "kolorun: --num-nccl-streams is not supported: kolo uses one NCCL stream per device (see kolorun --help)");
+  CHECK_THAT(error_of({"-np", "2", "--thread-affinity=1", "prog"}),
+             Contains("--thread-affinity is not supported: kolo does not pin its background thread"));
+  CHECK_THAT(error_of({"-np", "2", "--autotune-warmup-samples", "3", "prog"}), Contains("plain grid search"));
+  CHECK_THAT(error_of({"-np", "2", "--mpi-threads-disable", "prog"}), Contains("MPI_THREAD_MULTIPLE"));
+  CHECK_THAT(error_of({"-p", "2222", "-np", "2", "prog"}), Contains("-p is not supported"));
+  CHECK_THAT(error_of({"-p", "2222", "-np", "2", "prog"}), Contains("OMPI_MCA_plm_rsh_args"));
+  CHECK_THAT(error_of({"-np", "2", "--ssh-identity-file", "key", "prog"}), Contains("OMPI_MCA_plm_rsh_args"));
+  CHECK_THAT(error_of({"-np", "2", "--min-np", "1", "prog"}), Contains("kolo has no elastic mode"));
+  CHECK_THAT(error_of({"-np", "2", "--elastic-timeout", "60", "prog"}), Contains("kolo has no elastic mode"));
+  CHECK_THAT(error_of({"-np", "2", "--config-file", "c.yaml", "prog"}), Contains("no configuration file"));
+  CHECK_THAT(error_of({"-np", "2", "--tcp", "prog"}), Contains("NCCL_IB_DISABLE=1"));
+  CHECK_THAT(error_of({"--version"}), Contains("--check-build prints kolo's version"));
+  // Anything else is still unknown.
+  CHECK(error_of({"-np", "2", "--frobnicate", "prog"}) == "kolorun: unknown flag '--frobnicate' (see kolorun --help)");
+}
+
+TEST_CASE("horovodrun's flags that mean what kolorun does anyway are accepted", "[options]") {
+  CHECK(parse({"--mpi", "-np", "2", "prog"}).command == std::vector<std::string>{"prog"});
+  CHECK(parse({"-np", "2", "--network-interfaces", "eth0,eth1", "prog"}).network_interface == "eth0,eth1");
+}
+
+TEST_CASE("the stall times are refused with --no-stall-check, which would make them do nothing", "[options]") {
+  CHECK_THAT(error_of({"-np", "2", "--no-stall-check", "--stall-check-warning-time-seconds", "5", "prog"}),
+             Contains("--no-stall-check excludes --stall-check-warning-time-seconds"));
+  CHECK_THAT(error_of({"-np", "2", "--stall-check-shutdown-time-seconds", "50", "--no-stall-check", "prog"}),
+             Contains("--stall-check-shutdown-time-seconds"));
+  const LaunchOptions o = parse({"-np", "2", "--stall-check-warning-time-seconds", "5",
+                                 "--stall-check-shutdown-time-seconds", "50", "prog"});
+  CHECK(*o.stall_check_warning_seconds == 5);
+  CHECK(*o.stall_check_shutdown_seconds == 50);
+  CHECK(parse({"-np", "2", "--no-stall-check", "prog"}).no_stall_check);
+}
+
 TEST_CASE("a bad command line is an error that names the problem", "[options]") {
-  auto error_of = [](std::vector<std::string> args) {
-    try {
-      parse_command_line(args);
-    } catch (const kolo::Error& e) {
-      CHECK(e.code() == kolo::StatusCode::InvalidArgument);
-      return std::string(e.what());
-    }
-    FAIL("no error for a bad command line");
-    return std::string();
-  };
   CHECK_THAT(error_of({"--bogus", "-np", "2", "prog"}), Contains("unknown flag '--bogus'"));
   CHECK_THAT(error_of({"-np", "2", "--bogus", "prog"}), Contains("unknown flag '--bogus'"));
   CHECK_THAT(error_of({"-np", "2", "--fusion-treshold-mb", "4", "prog"}),

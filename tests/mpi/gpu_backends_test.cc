@@ -57,8 +57,8 @@ TEST_CASE("hierarchical allreduce on a forced node layout equals the flat allred
   parts.cross = kolo::ops::make_mpi_backend(context.cross_comm(), options);
   parts.flat = kolo::ops::make_mpi_backend(context, options);
   parts.memory = host.get();
-  parts.local_rank = context.local_rank();
-  parts.local_size = context.local_size();
+  parts.placement = context.placement();
+  parts.routes.allreduce = true;
   auto hierarchical = kolo::ops::make_hierarchical_backend(std::move(parts));
   auto flat = kolo::ops::make_mpi_backend(context, options);
 

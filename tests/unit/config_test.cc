@@ -191,3 +191,13 @@ TEST_CASE("config describe lists every setting with its value", "[config]") {
   CHECK_THAT(d, Catch::Matchers::Contains("KOLO_CYCLE_TIME = 1"));
   CHECK_THAT(d, Catch::Matchers::Contains("KOLO_STALL_CHECK_TIME_SECONDS = 60"));
 }
+
+TEST_CASE("KOLO_TIMELINE_MARK_CYCLES is a boolean, also as HOROVOD_TIMELINE_MARK_CYCLES", "[config]") {
+  CHECK_FALSE(parse({}).timeline_mark_cycles);
+  CHECK(parse({{"KOLO_TIMELINE_MARK_CYCLES", "1"}}).timeline_mark_cycles);
+  CHECK(parse({{"HOROVOD_TIMELINE_MARK_CYCLES", "true"}}).timeline_mark_cycles);
+  CHECK_FALSE(parse({{"KOLO_TIMELINE_MARK_CYCLES", "0"}, {"HOROVOD_TIMELINE_MARK_CYCLES", "1"}}).timeline_mark_cycles);
+  CHECK_THAT(parse({{"KOLO_TIMELINE_MARK_CYCLES", "on"}}).describe(),
+             Catch::Matchers::Contains("KOLO_TIMELINE_MARK_CYCLES = 1\n"));
+  require_rejected({{"HOROVOD_TIMELINE_MARK_CYCLES", "sometimes"}}, "HOROVOD_TIMELINE_MARK_CYCLES");
+}

@@ -50,6 +50,21 @@ TEST_CASE("KOLO_HIERARCHICAL_ALLREDUCE is a boolean, also as HOROVOD_HIERARCHICA
   CHECK_THROWS_WITH(parse({{"KOLO_HIERARCHICAL_ALLREDUCE", "2"}}), Contains("KOLO_HIERARCHICAL_ALLREDUCE='2'"));
 }
 
+TEST_CASE("KOLO_HIERARCHICAL_ALLGATHER is a boolean of its own, also as HOROVOD_HIERARCHICAL_ALLGATHER",
+          "[config][gpu]") {
+  CHECK_FALSE(parse({}).hierarchical_allgather);
+  CHECK_THAT(parse({}).describe(), Contains("KOLO_HIERARCHICAL_ALLGATHER = 0"));
+  const kolo::Config c = parse({{"KOLO_HIERARCHICAL_ALLGATHER", "1"}});
+  CHECK(c.hierarchical_allgather);
+  CHECK_FALSE(c.hierarchical_allreduce);  // the two are independent
+  CHECK_THAT(c.describe(), Contains("KOLO_HIERARCHICAL_ALLGATHER = 1") && Contains("KOLO_HIERARCHICAL_ALLREDUCE = 0"));
+  CHECK_FALSE(parse({{"KOLO_HIERARCHICAL_ALLREDUCE", "1"}}).hierarchical_allgather);
+  CHECK(parse({{"HOROVOD_HIERARCHICAL_ALLGATHER", "on"}}).hierarchical_allgather);
+  CHECK_FALSE(parse({{"KOLO_HIERARCHICAL_ALLGATHER", "off"}, {"HOROVOD_HIERARCHICAL_ALLGATHER", "1"}}).hierarchical_allgather);
+  CHECK_THROWS_WITH(parse({{"HOROVOD_HIERARCHICAL_ALLGATHER", "yes please"}}),
+                    Contains("HOROVOD_HIERARCHICAL_ALLGATHER='yes please'"));
+}
+
 TEST_CASE("the test-only layout and GPU stand-in switches parse and reject nonsense", "[config][gpu]") {
   const kolo::Config c = parse({{"KOLO_TEST_LOCAL_SIZE", "2"}, {"KOLO_TEST_HOST_GPU", "1"}});
   CHECK(c.test_local_size == 2);

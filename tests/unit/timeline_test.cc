@@ -3,6 +3,7 @@
 // written by a real two-rank run with KOLO_TIMELINE set.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -143,6 +144,31 @@ TEST_CASE("timeline writes a Chrome trace with a lane per tensor and fused group
   }
 }
 
+TEST_CASE("cycle markers are global instant CYCLE_START events at the cycles' times", "[timeline]") {
+  const std::string path = temp_path("kolo_timeline_cycles");
+  {
+    kolo::Timeline tl;
+    tl.cycle_start(kolo::Timeline::Clock::now());  // not open: nothing
+    tl.open(path, 0);
+    const auto t0 = kolo::Timeline::Clock::now();
+    tl.cycle_start(t0 + 1ms);
+    tl.phase("grad/w", "ALLREDUCE", t0 + 1ms, t0 + 2ms);
+    tl.cycle_start(t0 + 3ms);
+  }
+  const json doc = read_json(path);
+  std::filesystem::remove(path);
+  std::vector<double> marks;
+  for (const json& e : doc) {
+    if (e.at("name") != "CYCLE_START") continue;
+    CHECK(e.at("ph") == "i");
+    CHECK(e.at("s") == "g");  // drawn across every lane
+    CHECK(e.at("pid") == 0);
+    marks.push_back(e.at("ts").get<double>());
+  }
+  REQUIRE(marks.size() == 2);
+  CHECK(marks[1] - marks[0] == Approx(2000).margin(0.01));
+}
+
 TEST_CASE("timeline open fails with a kolo::Error naming the path", "[timeline]") {
   kolo::Timeline tl;
   const std::string path = "/nonexistent-dir-kolo/sub/timeline.json";
@@ -232,6 +258,14 @@ TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "
     if (contains(phases, "MEMCPY_IN") && contains(phases, "MEMCPY_OUT")) ++small_with_memcpy;
   }
   CHECK(small_with_memcpy == static_cast<int>(fused_members.size()));
+
+  // HOROVOD_TIMELINE_MARK_CYCLES=1 (set by CTest): the cycles are marked, in time order.
+  std::vector<double> marks;
+  for (const json& e : doc)
+    if (e.at("name") == "CYCLE_START" && e.at("ph") == "i") marks.push_back(e.at("ts").get<double>());
+  REQUIRE(marks.size() >= 10);
+  CHECK(std::is_sorted(marks.begin(), marks.end()));
+  CHECK(marks.front() <= negotiate_ts);
 
   // The other collectives have their own phase names.
   const int bcast = lane_of(lanes, "tl/bcast"), gather = lane_of(lanes, "tl/gather");

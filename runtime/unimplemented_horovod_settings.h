@@ -1,0 +1,60 @@
+// Horovod settings kolo does not implement, and why: for their HOROVOD_ (or KOLO_)
+// variables, which init() names as ignored (ignored_settings.cc), and for the horovodrun
+// flags that set them, which kolorun refuses (launcher/options.cc). Header-only, as kolorun
+// links no runtime code. The names are Horovod's own: the knobs of horovod/common/common.h,
+// its logging, and what horovodrun reads.
+#pragma once
+
+#include <string_view>
+
+namespace kolo {
+
+namespace unimplemented_detail {
+constexpr std::string_view kGridSearch =
+    "kolo's autotuner is a plain grid search (no warm-up samples, no Bayesian optimisation)";
+constexpr std::string_view kNoCcl = "kolo has no oneCCL backend";
+constexpr std::string_view kNoElastic = "kolo has no elastic mode: its ranks are fixed at init()";
+
+struct Unimplemented {
+  std::string_view name;  // after KOLO_ or HOROVOD_
+  std::string_view why;
+};
+constexpr Unimplemented kSettings[] = {
+    {"ADASUM_MPI_CHUNK_SIZE", "kolo has no Adasum reduction"},
+    {"AUTOTUNE_BAYES_OPT_MAX_SAMPLES", kGridSearch},
+    {"AUTOTUNE_GAUSSIAN_PROCESS_NOISE", kGridSearch},
+    {"AUTOTUNE_STEPS_PER_SAMPLE", kGridSearch},
+    {"AUTOTUNE_WARMUP_SAMPLES", kGridSearch},
+    {"BATCH_D2D_MEMCOPIES", "kolo always batches the copies into and out of the fusion buffer"},
+    {"CCL_BGT_AFFINITY", kNoCcl},
+    {"CCL_CACHE", kNoCcl},
+    {"CONTROLLER", "kolo negotiates over MPI only (no Gloo controller)"},
+    {"CPU_OPERATIONS", "kolo runs the collectives of CPU tensors with MPI only"},
+    {"DISABLE_GROUP_FUSION", "kolo fuses a group's tensors like any others"},
+    {"DISABLE_NVTX_RANGES", "kolo emits no NVTX ranges"},
+    {"DYNAMIC_PROCESS_SETS",
+     "kolo has no process sets (kolo::init(MPI_Comm) runs it on a sub-communicator)"},
+    {"ELASTIC", kNoElastic},
+    {"ELASTIC_TIMEOUT", kNoElastic},
+    {"ENABLE_ASYNC_COMPLETION", "kolo always completes GPU operations asynchronously, by CUDA event"},
+    {"ENABLE_XLA_OPS", "kolo has no TensorFlow or XLA integration"},
+    {"GLOO_IFACE", "kolo has no Gloo (kolorun --network-interface chooses MPI's interface)"},
+    {"GLOO_TIMEOUT_SECONDS", "kolo has no Gloo (its negotiation timeout is KOLO_CONTROL_TIMEOUT_SECONDS)"},
+    {"LOG_HIDE_TIME", "kolo's log lines carry no timestamp"},
+    {"MPI_THREADS_DISABLE",
+     "kolo needs MPI_THREAD_MULTIPLE: its background thread calls MPI while the program runs"},
+    {"NUM_NCCL_STREAMS", "kolo uses one NCCL stream per device"},
+    {"START_TIMEOUT", "it is horovodrun's, not the program's (kolorun takes --start-timeout)"},
+    {"THREAD_AFFINITY", "kolo does not pin its background thread to a core"},
+};
+}  // namespace unimplemented_detail
+
+// Why kolo does not implement Horovod's setting `name` (NUM_NCCL_STREAMS for
+// HOROVOD_NUM_NCCL_STREAMS); empty for a name not in the table.
+constexpr std::string_view why_unimplemented(std::string_view name) {
+  for (const auto& setting : unimplemented_detail::kSettings)
+    if (setting.name == name) return setting.why;
+  return {};
+}
+
+}  // namespace kolo
