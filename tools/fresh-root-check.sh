@@ -3,7 +3,8 @@
 # a `mmdebstrap --variant=minbase bookworm` root, a clone of this repository in it, then
 #   1. the demo command, as a user with sudo (short: its own flags make it one small epoch);
 #   2. the test command, as root, with a CTest filter that picks a few quick tests (its
-#      build still covers every target).
+#      build still covers every target);
+#   3. the demo command again, as root.
 # A package that tools/common.sh forgets makes one of them fail here, with the configure or
 # build error in the output, while this machine (which has more installed) would pass.
 #
@@ -11,13 +12,16 @@
 # It clones the committed HEAD: commit what you want checked.
 #
 # Exit status: 0 both commands passed; 1 one failed (or a step here did); 77 this machine
-# cannot build such a root at all (not root, no mmdebstrap to be had, no mount namespaces).
+# cannot build such a root at all (not root, no mmdebstrap to be had, no mount namespaces);
+# 2 a bad KOLO_FRESH_TESTS_AS.
 #
 # Environment knobs (all optional):
 #   KOLO_FRESH_ROOT_DIR      where the root goes (default: a new folder under /var/tmp)
 #   KOLO_FRESH_DEMO_ARGS     the demo's flags (default: --epochs 1 --train-limit 4096 --test-limit 1024)
 #   KOLO_FRESH_TEST_FILTER   the CTest filter (default: see QUICK_TESTS below)
 #   KOLO_FRESH_STEP_TIMEOUT  seconds any one step may take (default 1800)
+#   KOLO_FRESH_TESTS_AS      who runs the test command: root (default; it shares this
+#                            machine's ccache) or kolo (the user with sudo)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,6 +34,9 @@ DEMO_ARGS="${KOLO_FRESH_DEMO_ARGS:---epochs 1 --train-limit 4096 --test-limit 10
 QUICK_TESTS='^(unit\.config.*|mpi_np2|launcher\.kolorun.*|examples\.mnist\..*|docs\..*|package\..*)$'
 TEST_FILTER="${KOLO_FRESH_TEST_FILTER:-$QUICK_TESTS}"
 STEP_TIMEOUT="${KOLO_FRESH_STEP_TIMEOUT:-1800}"
+TESTS_AS="${KOLO_FRESH_TESTS_AS:-root}"
+[[ "$TESTS_AS" == root || "$TESTS_AS" == "$USER_NAME" ]] ||
+  { echo "KOLO_FRESH_TESTS_AS='$TESTS_AS': expected root or $USER_NAME" >&2; exit 2; }
 KEEP=0
 [[ "${1:-}" == --keep ]] && KEEP=1
 
@@ -145,14 +152,18 @@ inside_root() {  # inside_root USER HOME COMMAND
     bash -c "cd $CLONE && $3"
 }
 
-log "as user $USER_NAME (with sudo): ./tools/run-demo.sh $DEMO_ARGS"
-step_start=$SECONDS
-inside_root "$USER_NAME" "/home/$USER_NAME" "./tools/run-demo.sh $DEMO_ARGS" ||
-  failed "the demo command" $?
-log "the demo command passed ($((SECONDS - step_start)) s, packages included)"
+# run_step WHO WHAT COMMAND: one README command inside the root, as the user or as root.
+run_step() {
+  local who=$1 what=$2 command=$3 home=/root step_start=$SECONDS
+  [[ "$who" == root ]] || home="/home/$who"
+  log "as $who: $command"
+  inside_root "$who" "$home" "$command" || failed "$what (as $who)" $?
+  log "$what passed as $who ($((SECONDS - step_start)) s)"
+}
 
-log "as root: ./tools/run-tests.sh -R '$TEST_FILTER'"
-step_start=$SECONDS
-inside_root root /root "./tools/run-tests.sh -R '$TEST_FILTER'" || failed "the test command" $?
-log "the test command passed ($((SECONDS - step_start)) s)"
+# The user installs the packages (through sudo) and builds; root's demo then checks that
+# the same tree runs for root too (mpirun's root flags), which takes seconds.
+run_step "$USER_NAME" "the demo command" "./tools/run-demo.sh $DEMO_ARGS"
+run_step "$TESTS_AS" "the test command" "./tools/run-tests.sh -R '$TEST_FILTER'"
+run_step root "the demo command" "./tools/run-demo.sh $DEMO_ARGS"
 log "passed: both README commands work on a minimal Debian 12"
