@@ -152,12 +152,15 @@ TEST_CASE("every rank gets the flags' KOLO_ variables and the forwarded ones", "
 
 TEST_CASE("kolo's runtime reads the flags' settings in its own units", "[kolorun][env]") {
   const Outcome r = run(kolorun({"-np", "2", "--fusion-threshold-mb", "2", "--cycle-time-ms", "0.5",
-                                 "--cache-capacity", "7", KOLO_SETTINGS_PROGRAM}),
+                                 "--cache-capacity", "7", "--hierarchical-allgather", KOLO_SETTINGS_PROGRAM}),
                         test_environment());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_FUSION_THRESHOLD = 2097152\n"));
   CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_CYCLE_TIME = 0.5\n"));
   CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_CACHE_CAPACITY = 7\n"));
+  CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_HIERARCHICAL_ALLGATHER = 1\n"));
+  CHECK_THAT(r.out, Contains("[0]<stdout>:KOLO_HIERARCHICAL_ALLREDUCE = 0\n"));
+  CHECK(r.err.empty());  // every setting is one kolo acts on: no warning
 }
 
 TEST_CASE("the timeline-mark-cycles flag reaches the runtime, and a Horovod variable it ignores is named once by rank 0",
