@@ -93,7 +93,7 @@ cleanup() {
   end_processes_in_root
   # The mounts live in a private mount namespace that ends with its last process, so the
   # root is plain files here; refuse to delete anything if that ever stops being true.
-  if findmnt -rn -o TARGET | grep -q "^$ROOT/"; then
+  if findmnt -rn -o TARGET | grep -qF "$ROOT/"; then
     log "error: something is still mounted under $ROOT; not removing it"
     exit 1
   elif ((KEEP)); then
@@ -109,7 +109,7 @@ trap 'exit 130' INT TERM
 log "building a minimal Debian 12 root ($SUITE, minbase, plus sudo) in $ROOT from ${sources[*]}"
 # --include=sudo: the demo runs as a user with sudo, who has it by definition.
 timeout "$STEP_TIMEOUT" mmdebstrap --variant=minbase --include=sudo \
-  "$SUITE" "$ROOT" "${sources[@]}"
+  "$SUITE" "$ROOT" "${sources[@]}" || failed "building the root (mmdebstrap)" $?
 # A chroot is not a booted machine: give it what every machine has, a hosts file (Open MPI
 # and sudo look up this host's name) and a name server (apt-get inside the root).
 printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' \

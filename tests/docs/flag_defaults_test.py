@@ -71,7 +71,7 @@ def read_help(command):
     blocks = {}
     current = None
     for line in out.stdout.splitlines():
-        m = re.match(r"^\s{1,4}(?:-\w, ?|-\w,)?(--[a-z0-9][a-z0-9-]*)(.*)$", line)
+        m = re.match(r"^\s{1,4}(?:-\w, ?)?(--[a-z0-9][a-z0-9-]*)(.*)$", line)
         if m:
             current = m.group(1)
             blocks[current] = m.group(2)
