@@ -1,6 +1,7 @@
 #include "hierarchical_backend.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -28,6 +29,13 @@ NodeGatherPlan plan_node_gather(std::span<const int64_t> counts, const NodePlace
   plan.node_offset = std::accumulate(plan.node_counts.begin(), plan.node_counts.begin() + mine, int64_t{0});
   plan.node_count = plan.node_counts[static_cast<std::size_t>(mine)];
   plan.total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  // Checked here, where every rank of every node sees the same numbers: only local rank 0
+  // makes the cross-node call, and an error there alone would leave its node waiting in
+  // the broadcast.
+  if (plan.total > std::numeric_limits<int>::max())
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: the hierarchical allgather of " + std::to_string(plan.total) +
+                    " elements exceeds what one MPI call can move (2^31 - 1)");
 
   // Where each rank's part is in node order (`next`, per node) and in rank order (`to`).
   std::vector<int64_t> next(plan.node_counts.size(), 0);

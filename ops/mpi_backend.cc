@@ -76,9 +76,16 @@ std::vector<int> as_ints(std::span<const int64_t> values, const char* what) {
   return out;
 }
 
+// Summed in 64 bits: parts that each fit an int may not fit one together. A throw beats an
+// overflowed displacement (where the counts are the same on every rank, as in allgather and
+// reducescatter, every rank throws alike).
 std::vector<int> displacements(const std::vector<int>& counts) {
   std::vector<int> displs(counts.size(), 0);
-  for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+  int64_t at = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    displs[i] = as_int(at, "a collective's total");
+    at += counts[i];
+  }
   return displs;
 }
 

@@ -7,7 +7,6 @@
 #include "kolo/kolo.h"
 #include "logging.h"
 #include "runtime.h"
-#include "settings_report.h"
 
 namespace kolo {
 namespace {
@@ -166,10 +165,10 @@ const std::vector<int64_t>& Handle::received_splits() const {
 namespace {
 
 void start(MPI_Comm comm, bool owns_mpi, const Config& config) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  set_log_rank(rank);  // before the Runtime, which reports ignored settings as it starts
   g_runtime = std::make_unique<Runtime>(comm, config, owns_mpi);
-  set_log_rank(g_runtime->context().rank());
-  // On the program's communicator, not the runtime's: its background thread runs now.
-  report_ignored_settings(config, g_runtime->config(), comm);
   if (g_runtime->context().rank() == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
 }
 

@@ -35,7 +35,7 @@ constexpr std::string_view kHorovodBuildOptionPrefixes[] = {"BUILD_", "WITH_", "
 //   developer's shell, and forwarded to the ranks by kolorun, so a normal run meets them.
 constexpr std::string_view kKoloTools[] = {
     "BUILD_DIR", "BUILD_TYPE", "CLUSTER_SKIP_CODE", "CMAKE_ARGS", "FRESH_DEMO_ARGS",
-    "FRESH_ROOT_DIR", "FRESH_STEP_TIMEOUT", "FRESH_TEST_FILTER", "JOBS", "MPIRUN", "NETNS_BTL",
+    "FRESH_ROOT_DIR", "FRESH_STEP_TIMEOUT", "FRESH_TEST_FILTER", "FRESH_TESTS_AS", "JOBS", "MPIRUN", "NETNS_BTL",
     "NETNS_HOSTS", "NETNS_SUBNET", "NETNS_TAG", "SKIP_PACKAGES", "TEST_FUSION_THRESHOLD",
     "TEST_TIMELINE_FILE", "TEST_TIMEOUT"};
 

@@ -5,6 +5,7 @@
 
 #include "gpu_state.h"
 #include "logging.h"
+#include "settings_report.h"
 
 namespace kolo {
 namespace {
@@ -60,7 +61,10 @@ Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
     : context_(std::make_unique<ops::MpiContext>(comm, ops::TopologyOptions{config.test_local_size})),
       config_(std::move(config)),
       owns_mpi_(owns_mpi), cache_(0) {
+  const Config own = config_;
   agree_on_settings(config_, context_->comm());
+  // Collective, so before the background thread starts to use the communicator.
+  report_ignored_settings(own, config_, context_->comm());
   cache_ = ResponseCache(config_.cache_capacity);
   bit_entries_.resize(static_cast<std::size_t>(config_.cache_capacity));
   waiting_bits_.assign((static_cast<std::size_t>(config_.cache_capacity) + 63) / 64, 0);

@@ -16,7 +16,7 @@
 # 2 a bad KOLO_FRESH_TESTS_AS.
 #
 # Environment knobs (all optional):
-#   KOLO_FRESH_ROOT_DIR      where the root goes (default: a new folder under /var/tmp)
+#   KOLO_FRESH_ROOT_DIR      the folder in which a new root folder is made (default /var/tmp)
 #   KOLO_FRESH_DEMO_ARGS     the demo's flags (default: --epochs 1 --train-limit 4096 --test-limit 1024)
 #   KOLO_FRESH_TEST_FILTER   the CTest filter (default: see QUICK_TESTS below)
 #   KOLO_FRESH_STEP_TIMEOUT  seconds any one step may take (default 1800)
@@ -59,8 +59,9 @@ cannot() {
 ((EUID == 0)) || cannot "it needs root (mmdebstrap, chroot and mounts)"
 if ! command -v mmdebstrap >/dev/null; then
   log "installing mmdebstrap (the tool that builds the root)"
-  { DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap; } >&2 ||
+  { timeout 300 apt-get -o DPkg::Lock::Timeout=120 update -q &&
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get -o DPkg::Lock::Timeout=120 install -y -q \
+      --no-install-recommends mmdebstrap; } >&2 ||
     cannot "mmdebstrap is not installed and apt-get could not install it"
 fi
 unshare --mount --propagation private true 2>/dev/null ||
@@ -76,9 +77,10 @@ done
 ((${#sources[@]} > 0)) || cannot "this machine has no apt sources to build the root from"
 
 # ---- the root ----------------------------------------------------------------------------
-ROOT="${KOLO_FRESH_ROOT_DIR:-$(mktemp -d /var/tmp/kolo-fresh-root.XXXXXX)}"
-ROOT="$(realpath "$ROOT")"
-[[ "$ROOT" != / ]] || { log "refusing to use / as the root"; exit 1; }
+# Always a folder of its own, made here: it is deleted at the end, with everything in it.
+PARENT="${KOLO_FRESH_ROOT_DIR:-/var/tmp}"
+[[ "$PARENT" != *[[:space:]]* ]] || { log "KOLO_FRESH_ROOT_DIR='$PARENT' has a space in it"; exit 2; }
+ROOT="$(realpath "$(mktemp -d "$PARENT/kolo-fresh-root.XXXXXX")")"
 
 # Processes still running inside the root (a rank that outlived its job): ours to end.
 end_processes_in_root() {
@@ -93,7 +95,8 @@ cleanup() {
   end_processes_in_root
   # The mounts live in a private mount namespace that ends with its last process, so the
   # root is plain files here; refuse to delete anything if that ever stops being true.
-  if findmnt -rn -o TARGET | grep -qF "$ROOT/"; then
+  # awk reads the whole list: an early exit could make findmnt fail, and the check pass.
+  if findmnt -rn -o TARGET | awk -v root="$ROOT/" 'index($0, root) == 1 { found = 1 } END { exit !found }'; then
     log "error: something is still mounted under $ROOT; not removing it"
     exit 1
   elif ((KEEP)); then
@@ -103,18 +106,38 @@ cleanup() {
   fi
   exit "$status"
 }
+# A step runs in the background and is waited for, so that INT or TERM (Ctrl-C, CI
+# cancelling) reaches this script at once; it passes the signal on to the step's timeout,
+# which passes it to the step.
+STEP_PID=
+bounded() {  # bounded COMMAND...: the command within STEP_TIMEOUT
+  timeout --kill-after=30 "$STEP_TIMEOUT" "$@" </dev/null &
+  STEP_PID=$!
+  local status=0
+  wait "$STEP_PID" || status=$?
+  STEP_PID=
+  return "$status"
+}
+stop() {
+  [[ -n "$STEP_PID" ]] && kill -TERM "$STEP_PID" 2>/dev/null && wait "$STEP_PID"
+  exit "$1"
+}
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'stop 130' INT
+trap 'stop 143' TERM
 
 log "building a minimal Debian 12 root ($SUITE, minbase, plus sudo) in $ROOT from ${sources[*]}"
 # --include=sudo: the demo runs as a user with sudo, who has it by definition.
-timeout "$STEP_TIMEOUT" mmdebstrap --variant=minbase --include=sudo \
+bounded mmdebstrap --variant=minbase --include=sudo \
   "$SUITE" "$ROOT" "${sources[@]}" || failed "building the root (mmdebstrap)" $?
 # A chroot is not a booted machine: give it what every machine has, a hosts file (Open MPI
 # and sudo look up this host's name) and a name server (apt-get inside the root).
 printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
   "$(hostname)" >"$ROOT/etc/hosts"
 [[ -s "$ROOT/etc/resolv.conf" ]] || cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# Packages installed in the root (munge, slurmd) must not start daemons there.
+printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
+chmod 0755 "$ROOT/usr/sbin/policy-rc.d"
 chroot "$ROOT" useradd --create-home --shell /bin/bash "$USER_NAME"
 echo "$USER_NAME ALL=(ALL) NOPASSWD: ALL" >"$ROOT/etc/sudoers.d/$USER_NAME"
 chmod 0440 "$ROOT/etc/sudoers.d/$USER_NAME"
@@ -137,8 +160,7 @@ mkdir -p "$HOST_CCACHE" "$ROOT/root/.cache/ccache"
 # mounted for the root there and vanish with it, however this script ends.
 inside_root() {  # inside_root USER HOME COMMAND
   # shellcheck disable=SC2016  # the inner script expands its own arguments
-  timeout --kill-after=30 "$STEP_TIMEOUT" \
-    unshare --mount --propagation private -- bash -euo pipefail -c '
+  bounded unshare --mount --propagation private -- bash -euo pipefail -c '
       root=$1 ccache_dir=$2; shift 2
       mount -t proc proc "$root/proc"
       mount --rbind /sys "$root/sys"
@@ -164,6 +186,7 @@ run_step() {
 # The user installs the packages (through sudo) and builds; root's demo then checks that
 # the same tree runs for root too (mpirun's root flags), which takes seconds.
 run_step "$USER_NAME" "the demo command" "./tools/run-demo.sh $DEMO_ARGS"
-run_step "$TESTS_AS" "the test command" "./tools/run-tests.sh -R '$TEST_FILTER'"
+printf -v quoted_filter '%q' "$TEST_FILTER"
+run_step "$TESTS_AS" "the test command" "./tools/run-tests.sh -R $quoted_filter"
 run_step root "the demo command" "./tools/run-demo.sh $DEMO_ARGS"
 log "passed: both README commands work on a minimal Debian 12"
