@@ -25,6 +25,20 @@ CLI::Validator number_check(bool zero_allowed) {
       zero_allowed ? "NONNEGATIVE" : "POSITIVE");
 }
 
+// Each optimizer's learning rate for one rank's batch when --lr is not given: base_lr()
+// and --help both read this table, so the help cannot name another default.
+struct DefaultLr {
+  const char* optimizer;
+  double lr;
+};
+constexpr DefaultLr kDefaultLr[] = {{"sgd", 0.01}, {"adam", 0.001}, {"adadelta", 1.0}};
+
+std::string default_lr_text() {
+  std::ostringstream text;
+  for (const DefaultLr& d : kDefaultLr) text << (text.tellp() > 0 ? ", " : "") << d.lr << " " << d.optimizer;
+  return text.str();
+}
+
 }  // namespace
 
 const CLI::Validator kPositive = number_check(false);
@@ -36,7 +50,7 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
       ->check(kPositive)->capture_default_str();
   app.add_option("--lr", f.lr,
                  "learning rate for one rank's batch, multiplied by the number of ranks "
-                 "(default: 0.01 sgd, 0.001 adam, 1.0 adadelta)")
+                 "(default: " + default_lr_text() + ")")
       ->check(kPositive);
   app.add_option("--optimizer", f.optimizer)
       ->check(CLI::IsMember({"sgd", "adam", "adadelta"}))->capture_default_str();
@@ -81,9 +95,9 @@ std::optional<int> parse_flags(CLI::App& app, int argc, char** argv) {
 
 double base_lr(const TrainingFlags& f) {
   if (f.lr > 0) return f.lr;
-  if (f.optimizer == "adam") return 0.001;
-  if (f.optimizer == "adadelta") return 1.0;
-  return 0.01;
+  for (const DefaultLr& d : kDefaultLr)
+    if (f.optimizer == d.optimizer) return d.lr;
+  return kDefaultLr[0].lr;  // --optimizer accepts only the names in the table
 }
 
 std::unique_ptr<models::Optimizer> make_optimizer(const TrainingFlags& f, std::vector<models::Parameter*> params) {

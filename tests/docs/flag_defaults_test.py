@@ -9,8 +9,9 @@ columns are a flag column and "Default". PROGRAM --help is read as CLI11 prints 
 (`(default: 64)` in the description). For every flag in the table:
 
 - the program must know the flag;
-- where the program prints a default, the table's must equal it (as text, or as numbers:
-  `0.01 (sgd), 0.001 (adam)` matches `(default: 0.01 sgd, 0.001 adam)`);
+- where the program prints a default, the table's must equal it: as text or as a number,
+  and where it is described in words, word for word and number for number, punctuation
+  aside (`0.01 (sgd), 0.001 (adam)` matches `(default: 0.01 sgd, 0.001 adam)`);
 - where it prints none, the table may only describe one in words (`none`, `all`,
   `cores / ranks`): a number there is a default nobody can see, so it fails.
 An empty Default cell says nothing and is skipped. Prints one line per flag and exits 1
@@ -99,6 +100,19 @@ def numbers(text):
     return [float(n) for n in NUMBER.findall(text)]
 
 
+def words(text):
+    """The words and numbers of a description, numbers as values: `1.0 (adadelta)` and
+    `1 adadelta` read alike, and so do `cores ÷ ranks` and `cores / ranks`."""
+    out = []
+    for token in re.findall(NUMBER.pattern + r"|[A-Za-z]+", text):
+        out.append(float(token) if token[-1].isdigit() else token.lower())
+    return out
+
+
+def same_words(doc_value, program_value):
+    return words(doc_value) == words(program_value)
+
+
 def same(doc_value, program_value):
     if doc_value == program_value:
         return True
@@ -126,7 +140,7 @@ def main():
         elif printed is None:
             ok, why = not numbers(documented), "the program prints no default"
         elif free_text and " " in printed:  # a default described in words and numbers
-            ok, why = numbers(documented) == numbers(printed), f"program: (default: {printed})"
+            ok, why = same_words(documented, printed), f"program: (default: {printed})"
         else:
             ok, why = same(documented, printed), f"program: {printed}"
         print(f"{'ok  ' if ok else 'FAIL'} {flag}: document {documented!r}; {why}")
