@@ -4,7 +4,9 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(DIRECTORY include/kolo DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# check.h is for kolo's own sources (KOLO_CHECK); no installed header includes it.
+install(DIRECTORY include/kolo DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN check.h EXCLUDE)
 install(TARGETS kolo kolo_runtime kolo_ops kolo_models
   EXPORT koloTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

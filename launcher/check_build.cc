@@ -1,9 +1,8 @@
 #include "check_build.h"
 
-#include <mpi.h>
-
 #include <sstream>
 
+#include "kolo/kolo.h"
 #include "kolo_launcher_build_info.h"
 #include "preflight.h"
 
@@ -12,61 +11,53 @@ namespace {
 
 std::string mark(bool present) { return present ? "[X]" : "[ ]"; }
 
-// MPI_Get_library_version and MPI_Get_version may be called before MPI_Init.
-std::string mpi_library_version() {
-  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int length = 0;
-  MPI_Get_library_version(text, &length);
-  std::string version(text, static_cast<size_t>(length));
-  while (!version.empty() && (version.back() == '\n' || version.back() == '\0')) version.pop_back();
-  return version;
-}
-
-std::string mpi_standard() {
-  int major = 0, minor = 0;
-  MPI_Get_version(&major, &minor);
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
 std::string where(const std::string& program, const Environment& env) {
   const std::string path = find_executable(program, env);
   return path.empty() ? "not found on PATH" : path;
 }
 
-std::string gpu_line(const std::string& name, bool found, const std::string& version,
-                     const char* why_missing) {
-  std::string line = "    " + mark(found) + " " + name;
-  if (found) return line + (version.empty() ? "" : " " + version) + "\n";
-  return line + " (" + why_missing + ")\n";
+// "    [X] name version", then `loaded` (what runs now) on a line of its own; or
+// "    [ ] name (why_missing)".
+std::string gpu_line(const std::string& name, bool present, const std::string& version,
+                     const std::string& loaded, const char* why_missing) {
+  std::string line = "    " + mark(present) + " " + name;
+  if (!present) return line + " (" + why_missing + ")\n";
+  line += (version.empty() ? "" : " " + version) + "\n";
+  return loaded.empty() ? line : line + "        " + loaded + "\n";
 }
 
 }  // namespace
 
 std::string describe_build(const Environment& env) {
   namespace b = build_info;
+  // What the library can do and runs with comes from the library itself; the generated
+  // header adds only how this build was configured (and cuDNN, which is kolo_models').
+  const BuildInfo info = kolo::build_info();
   std::ostringstream out;
-  out << "kolo v" << b::kVersion << " (" << b::kBuildType << ", " << b::kCompiler
+  out << "kolo v" << info.version << " (" << b::kBuildType << ", " << b::kCompiler
       << ", install prefix " << b::kInstallPrefix << ")\n\n";
 
   out << "MPI:\n"
-      << "    [X] " << mpi_library_version() << "\n"
-      << "        MPI standard " << mpi_standard() << "\n"
+      << "    [X] " << info.mpi_library << "\n"
+      << "        MPI standard " << info.mpi_standard << "\n"
       << "        mpirun: " << where(find_variable(env, "KOLO_MPIRUN").value_or("mpirun"), env)
       << "\n"
       << "        srun: " << where("srun", env) << "\n\n";
 
-  const char* no_cuda = b::kWithCuda ? "not found at configure time"
-                                     : "not searched: this build has no CUDA";
+  const std::string cuda_loaded = "runtime " + info.cuda_runtime + ", driver " + info.cuda_driver +
+                                  ", " + std::to_string(info.cuda_devices) + " device(s)";
+  const char* no_cuda = info.cuda ? "not found at configure time"
+                                  : "not searched: this build has no CUDA";
   out << "GPU (KOLO_CUDA=" << b::kCudaRequest << ", KOLO_WITH_CUDA="
-      << (b::kWithCuda ? "ON" : "OFF") << "):\n"
-      << gpu_line("CUDA", b::kWithCuda, b::kCudaVersion,
+      << (info.cuda ? "ON" : "OFF") << "):\n"
+      << gpu_line("CUDA", info.cuda, info.cuda_compiled, cuda_loaded,
                   "not built: no CUDA toolkit at configure time, or KOLO_CUDA=OFF")
-      << gpu_line("NCCL", b::kNcclFound, b::kNcclVersion, no_cuda)
-      << gpu_line("cuDNN", b::kCudnnFound, b::kCudnnVersion, no_cuda) << "\n";
+      << gpu_line("NCCL", info.nccl, info.nccl_compiled, "runtime " + info.nccl_runtime, no_cuda)
+      << gpu_line("cuDNN", b::kCudnnFound, b::kCudnnVersion, "", no_cuda) << "\n";
 
   out << "Controllers:\n    [X] MPI\n"
       << "Collective backends:\n    [X] MPI\n"
-      << "    " << mark(b::kWithNcclBackend) << " NCCL (KOLO_WITH_NCCL)\n";
+      << "    " << mark(info.nccl) << " NCCL (KOLO_WITH_NCCL)\n";
   return out.str();
 }
 

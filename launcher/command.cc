@@ -24,11 +24,11 @@ LaunchCommand build_command(const LaunchOptions& options, const std::vector<Host
              : build_mpirun_command(options, hosts, context);
 }
 
-bool should_set_yield_when_idle(const LaunchOptions& options, const Environment& env) {
-  if (find_variable(env, "OMPI_MCA_mpi_yield_when_idle")) return false;
+bool user_sets_mca_parameter(const LaunchOptions& options, const Environment& env, std::string_view name) {
+  if (find_variable(env, "OMPI_MCA_" + std::string(name))) return true;
   for (const std::string& arg : options.mpi_args)
-    if (arg.find("mpi_yield_when_idle") != std::string::npos) return false;
-  return true;
+    if (arg.find(name) != std::string::npos) return true;
+  return false;
 }
 
 std::vector<std::string> rank_command(const LaunchOptions& options, const LaunchContext& context) {

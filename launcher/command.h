@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "environment.h"
@@ -47,11 +48,24 @@ LaunchCommand build_srun_command(const LaunchOptions& options,
 // The rank shim and the program: what mpirun/srun start on every rank.
 std::vector<std::string> rank_command(const LaunchOptions& options, const LaunchContext& context);
 
-// Whether Open MPI should yield the core while a rank waits: unless the user set
-// mpi_yield_when_idle already (in the environment or in --mpi-args). A kolo rank has two
-// busy threads (the compute thread and the background thread in blocking MPI calls); with
-// MPI spinning, the waiting one takes the core the other needs (docs/perf.md, scaling).
-bool should_set_yield_when_idle(const LaunchOptions& options, const Environment& env);
+// Whether the user has set the Open MPI parameter `name` (OMPI_MCA_<name> in the
+// environment, or `name` in --mpi-args): kolorun then leaves its own value out, since
+// Open MPI refuses a parameter given twice. kolorun sets these unless the user has:
+//   mpi_yield_when_idle 1: a rank waiting in MPI yields its core. A kolo rank has two busy
+//     threads (the compute thread and the background thread in blocking MPI calls); with
+//     MPI spinning, the waiting one takes the core the other needs (docs/perf.md, scaling).
+//   oob_tcp_keepalive_{time,intvl,probes} (mpirun only, kOobKeepalive): mpirun and its
+//     daemons notice a cut link within seconds instead of 8 minutes (docs/launcher.md,
+//     Failures).
+bool user_sets_mca_parameter(const LaunchOptions& options, const Environment& env, std::string_view name);
+
+struct McaParameter {
+  std::string_view name;
+  std::string_view value;
+};
+// Idle seconds, then seconds between probes, then unanswered probes: about 11 s in all.
+inline constexpr McaParameter kOobKeepalive[] = {
+    {"oob_tcp_keepalive_time", "5"}, {"oob_tcp_keepalive_intvl", "2"}, {"oob_tcp_keepalive_probes", "3"}};
 
 // One line a POSIX shell runs as the same command: `env -u X A=1 mpirun ...` when the
 // environment changes, words quoted only where needed.

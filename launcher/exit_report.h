@@ -7,6 +7,7 @@
 #include <string>
 
 #include "command.h"
+#include "failure_signs.h"
 #include "job_output.h"
 
 namespace kolo::launcher {
@@ -25,10 +26,22 @@ struct RankFailure {
 //   "srun: error: node0: task 1: Exited with exit code 3"
 //   "srun: error: node0: tasks 0-1: Killed"
 std::optional<RankFailure> find_rank_failure(const std::deque<std::string>& launcher_lines);
+// The same for one line; `next_line` (may be null) is the line after it.
+std::optional<RankFailure> rank_failure_in_line(const std::string& line, const std::string* next_line);
 
 // The job's exit status for kolorun: the failed rank's code (128 + signal when killed),
 // else the launcher's own code; never 0 for a failed job.
 int job_exit_code(const std::optional<RankFailure>& failure, int launcher_exit_code);
+
+// The host whose daemon mpirun lost ("ORTE has lost communication with a remote daemon",
+// then "Remote daemon: [[10520,0],1] on node node1"): the host, or its link, failed.
+std::optional<std::string> find_lost_host(const std::deque<std::string>& launcher_lines);
+// "kolorun: mpirun lost its daemon on node1 (ranks 2, 3 run there): ..."
+std::string describe_lost_host(const std::string& host, const JobOutput& output, int launcher_exit_code);
+
+// "kolorun: kolo on rank 0 (on vm) ended the job: <why>; rank 2 did not answer its roll
+// call; rank 2's last lines:" and those lines (of the first silent rank, else rank 0's).
+std::string describe_kolo_fatal(const KoloFatal& fatal, const JobOutput& output);
 
 // "kolorun: rank 1 (on vm) exited with code 3; its last lines:" and those lines, or
 // "kolorun: mpirun exited with code 1" when no rank can be named.

@@ -1,9 +1,13 @@
 #include "hosts.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
-#include "kolo/kolo.h"
+#include "kolo/check.h"
 
 namespace kolo::launcher {
 namespace {
@@ -22,7 +26,7 @@ int parse_slots(const std::string& text, const std::string& origin, const std::s
   }
   if (used == 0 || used != text.size() || slots <= 0)
     bad_hosts(origin, "bad slot count '" + text + "' in '" + entry +
-                          "': expected a whole number >= 1");
+                          "': the slots must be a whole number, 1 or more");
   return slots;
 }
 
@@ -34,19 +38,42 @@ HostSlots parse_host_entry(const std::string& entry, const std::string& origin,
   if (colon != std::string::npos)
     result.slots = parse_slots(entry.substr(colon + 1), origin, entry);
   if (result.host.empty()) bad_hosts(origin, "empty host name in '" + entry + "'");
+  if (result.host.find_first_of(" \t\r\n\v\f") != std::string::npos)
+    bad_hosts(origin, "host name '" + result.host + "' contains white space");
   return result;
+}
+
+// A host listed twice is refused rather than guessed at: a slip (node0 for node1) and two
+// slot counts meant to add up look the same.
+void add_host(std::vector<HostSlots>& hosts, HostSlots host, const std::string& origin) {
+  for (const HostSlots& seen : hosts) {
+    if (seen.host != host.host) continue;
+    const std::string slots = seen.slots && host.slots
+                                  ? " (" + std::to_string(*seen.slots) + " + " +
+                                        std::to_string(*host.slots) + " slots)"
+                                  : "";
+    bad_hosts(origin, "host '" + host.host + "' is listed twice" + slots +
+                          ": list each host once, with all its slots");
+  }
+  hosts.push_back(std::move(host));
 }
 
 }  // namespace
 
 std::vector<HostSlots> parse_host_list(const std::string& text) {
-  if (text.empty()) bad_hosts("-H", "no hosts given");
+  if (text.empty())
+    bad_hosts("-H", "no hosts given: expected host1:slots,host2:slots (a host without :slots "
+                    "has one slot)");
   std::vector<HostSlots> hosts;
+  int number = 0;
   for (size_t start = 0, comma = 0; comma != std::string::npos; start = comma + 1) {
     comma = text.find(',', start);
     const std::string entry = text.substr(start, comma - start);
-    if (entry.empty()) bad_hosts("-H", "empty entry in '" + text + "'");
-    hosts.push_back(parse_host_entry(entry, "-H", 1));
+    ++number;
+    if (entry.empty())
+      bad_hosts("-H", "entry " + std::to_string(number) + " of '" + text +
+                          "' is empty: expected host or host:slots");
+    add_host(hosts, parse_host_entry(entry, "-H", 1), "-H");
   }
   return hosts;
 }
@@ -65,7 +92,7 @@ std::vector<HostSlots> parse_hostfile_text(const std::string& text, const std::s
     HostSlots host = parse_host_entry(first, where, std::nullopt);
     for (std::string word; words >> word;)
       if (word.rfind("slots=", 0) == 0) host.slots = parse_slots(word.substr(6), where, word);
-    hosts.push_back(host);
+    add_host(hosts, host, where);
   }
   if (hosts.empty()) bad_hosts(origin, "no hosts in the file");
   return hosts;
@@ -73,19 +100,20 @@ std::vector<HostSlots> parse_hostfile_text(const std::string& text, const std::s
 
 std::vector<HostSlots> read_hostfile(const std::string& path) {
   std::ifstream in(path);
-  if (!in) bad_hosts("--hostfile", "cannot read '" + path + "'");
+  KOLO_CHECK(in, StatusCode::IoError,
+             "kolorun: --hostfile: cannot read '" + path + "': " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
   return parse_hostfile_text(text.str(), "hostfile '" + path + "'");
 }
 
 std::optional<int> total_slots(const std::vector<HostSlots>& hosts) {
-  int total = 0;
+  long long total = 0;
   for (const HostSlots& host : hosts) {
     if (!host.slots) return std::nullopt;
-    total += *host.slots;
+    total = std::min<long long>(total + *host.slots, std::numeric_limits<int>::max());
   }
-  return total;
+  return static_cast<int>(total);
 }
 
 std::string format_host_list(const std::vector<HostSlots>& hosts) {

@@ -7,7 +7,8 @@
 // rank, how, and what it printed last.
 //
 // Exit status: 0 when every rank exits 0; the failed rank's code (128 + signal when it
-// was killed); 2 for a bad command line; 1 when a check before the launch fails;
+// was killed); 2 for a bad command line (a bad host list, -np beyond the hosts' slots
+// included); 1 when a check before the launch fails (an unreadable hostfile included);
 // 124 when not every rank started within --start-timeout; 128 + signal when kolorun
 // was stopped by SIGINT/SIGTERM/SIGHUP.
 #include <chrono>
@@ -22,10 +23,11 @@
 #include "command.h"
 #include "exit_report.h"
 #include "job_output.h"
-#include "kolo/kolo.h"
+#include "kolo/check.h"
 #include "options.h"
 #include "preflight.h"
 #include "rank_exec.h"
+#include "remote_kill.h"
 #include "supervisor.h"
 
 using namespace kolo::launcher;
@@ -62,7 +64,6 @@ void check_before_launch(const LaunchOptions& options, const std::vector<HostSlo
                          const LaunchCommand& command, const LaunchContext& context) {
   check_program(options.command.front(), context.environment);
   check_launcher_program(command, context.environment);
-  check_slots(options.num_ranks, hosts, options.hostfile.empty() ? "-H" : "--hostfile");
   const bool custom_mpirun = context.mpirun != "mpirun";
   if (command.launcher == Launcher::Mpirun && !custom_mpirun && !hosts.empty())
     check_hosts_resolve(hosts, kHostLookupBound,
@@ -93,18 +94,27 @@ int report(const JobEnd& end, const JobOutput& output, const LaunchOptions& opti
     case JobEnd::Reason::LauncherExited: break;
   }
   if (end.launcher_exit_code == 0) return 0;
+  // kolo's line, when it came first, names the ranks that stopped answering: the launcher
+  // saw only the ranks that kolo then ended, or that it killed.
+  if (end.kolo_fatal) {
+    std::fputs(describe_kolo_fatal(*end.kolo_fatal, output).c_str(), stderr);
+    return end.kolo_fatal->exit_code.value_or(end.launcher_exit_code != 0 ? end.launcher_exit_code : 1);
+  }
   const std::optional<RankFailure> failure = find_rank_failure(output.launcher_lines());
+  if (std::optional<std::string> host = find_lost_host(output.launcher_lines()); !failure && host) {
+    std::fputs(describe_lost_host(*host, output, end.launcher_exit_code).c_str(), stderr);
+    return job_exit_code(failure, end.launcher_exit_code);
+  }
   std::fputs(describe_job_failure(failure, output, launcher, end.launcher_exit_code).c_str(),
              stderr);
   return job_exit_code(failure, end.launcher_exit_code);
 }
 
-int launch(const LaunchOptions& options) {
+int launch(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
+           const LaunchContext& context) {
   // A closed terminal or pipe must not kill kolorun while the job runs (the launcher
   // gets the default action back).
   std::signal(SIGPIPE, SIG_IGN);
-  const LaunchContext context = context_of(current_environment());
-  const std::vector<HostSlots> hosts = hosts_of(options);
   const LaunchCommand command = build_command(options, hosts, context);
   check_before_launch(options, hosts, command, context);
   if (options.dry_run) {
@@ -115,18 +125,20 @@ int launch(const LaunchOptions& options) {
   if (!options.output_filename.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.output_filename, error);
-    if (error)
-      throw kolo::Error(kolo::StatusCode::InvalidArgument,
-                        "kolorun: cannot create the --output-filename directory '" +
-                            options.output_filename + "': " + error.message());
+    KOLO_CHECK(!error, kolo::StatusCode::IoError,
+               "kolorun: cannot create the --output-filename directory '" + options.output_filename +
+                   "': " + error.message());
   }
 
   JobOutput output({options.num_ranks, options.output_filename, options.verbose});
   SupervisorSettings settings;
   settings.start_timeout_seconds = options.start_timeout_seconds;
   settings.kill_grace_seconds = options.kill_grace_seconds;
+  settings.kill_after_failure_seconds = options.kill_after_failure_seconds;
+  settings.failure_stop_signal = command.launcher == Launcher::Srun ? SIGTERM : SIGKILL;
   settings.interrupt_signal = command.launcher == Launcher::Srun ? SIGTERM : SIGINT;
   settings.launcher_name = launcher_name(command.launcher);
+  if (command.launcher == Launcher::Mpirun) settings.remote_agent = remote_agent(options, context.environment);
   const JobEnd end = supervise(
       command.argv, apply_changes(context.environment, command.unset, command.set),
       command.launcher == Launcher::Srun ? make_srun_label_parser : make_mpirun_tag_parser,
@@ -150,12 +162,27 @@ int main(int argc, char** argv) {
     return kExitBadCommandLine;
   }
   if (!options) return 0;  // --help
+
+  // The hosts and -np belong to the command line too; a hostfile that cannot be read is a
+  // failed check (IoError).
+  LaunchContext context;
+  std::vector<HostSlots> hosts;
+  try {
+    context = context_of(current_environment());
+    if (!options->check_build) {
+      hosts = hosts_of(*options);
+      check_rank_count(*options, hosts, context);
+    }
+  } catch (const kolo::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return e.code() == kolo::StatusCode::IoError ? kExitCheckFailed : kExitBadCommandLine;
+  }
   try {
     if (options->check_build) {
-      std::fputs(describe_build(current_environment()).c_str(), stdout);
+      std::fputs(describe_build(context.environment).c_str(), stdout);
       return 0;
     }
-    return launch(*options);
+    return launch(*options, hosts, context);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return kExitCheckFailed;

@@ -25,10 +25,14 @@ LaunchCommand build_mpirun_command(const LaunchOptions& o, const std::vector<Hos
   // Ranks fill each host's slots in order and are not pinned: kolo's background thread
   // and the framework's own threads need more than the one core binding would give.
   argv.insert(argv.end(), {"-bind-to", "none", "-map-by", "slot"});
-  // Without hosts, mpirun's slots are this machine's cores.
-  if (hosts.empty() && o.num_ranks > context.local_cores) argv.push_back("--oversubscribe");
-  if (should_set_yield_when_idle(o, context.environment))
-    argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});  // command.h says why
+  // More ranks than slots only when asked for (check_rank_count refuses them otherwise).
+  if (o.oversubscribe) argv.push_back("--oversubscribe");
+  // command.h says why each.
+  if (!user_sets_mca_parameter(o, context.environment, "mpi_yield_when_idle"))
+    argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
+  for (const McaParameter& p : kOobKeepalive)
+    if (!user_sets_mca_parameter(o, context.environment, p.name))
+      argv.insert(argv.end(), {"--mca", std::string(p.name), std::string(p.value)});
   if (!o.network_interface.empty()) {
     argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", o.network_interface});
     argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", o.network_interface});

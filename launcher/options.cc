@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <iostream>
 #include <sstream>
 #include <string_view>
@@ -9,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "hosts.h"
 #include "kolo/kolo.h"
 #include "runtime/closest_name.h"
 #include "runtime/unimplemented_horovod_settings.h"
@@ -26,21 +28,26 @@ std::string lower_case(std::string text) {
   return text;
 }
 
-std::vector<std::string> split_on_spaces(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  for (std::string word; in >> word;) words.push_back(word);
-  return words;
+// -np's number: any whole number that fits an int (check_rank_count says which are allowed).
+int parse_rank_count(const std::string& text) {
+  int ranks = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, ranks);
+  if (error == std::errc::result_out_of_range)
+    bad_command_line("-np must be between 1 and the slots of the hosts, not " + text);
+  if (error != std::errc() || stop != end || text.empty())
+    bad_command_line("-np must be a whole number of ranks, 1 or more, not '" + text + "'");
+  return ranks;
 }
 
 // horovodrun's flags with one dash and a long name, which CLI11 cannot declare (one dash
-// means one letter: `-hostfile` would read as -h, help). They are respelt among kolorun's
-// own arguments only: the scan stops at the program, whose own arguments may well contain
-// `-np`.
+// means one letter: `-hostfile` would read as -h, help), and `--flag=` with an empty value,
+// which CLI11 would give the next word. They are respelt among kolorun's own arguments
+// only: the scan stops at the program, whose own arguments may well contain `-np`.
 constexpr std::pair<std::string_view, std::string_view> kSingleDashFlags[] = {
     {"-np", "--np"}, {"-hostfile", "--hostfile"}, {"-cb", "--check-build"}};
 
-std::vector<std::string> spell_single_dash_flags_for_cli11(std::vector<std::string> args, const CLI::App& app) {
+std::vector<std::string> respell_for_cli11(std::vector<std::string> args, const CLI::App& app) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string& token = args[i];
     if (token == "--" || token.empty() || token[0] != '-') break;
@@ -48,9 +55,17 @@ std::vector<std::string> spell_single_dash_flags_for_cli11(std::vector<std::stri
       if (token.substr(0, token.find('=')) == single) token = std::string(double_dash) + token.substr(single.size());
     const std::string name = token.substr(0, token.find('='));
     const CLI::Option* option = app.get_option_no_throw(name);
+    const bool takes_value = option != nullptr && option->get_items_expected_min() > 0;
+    if (takes_value && token == name + "=") {
+      // CLI11 would take the next word as the value of `--hosts=`: the value is empty.
+      token = name;
+      args.insert(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, "");
+      ++i;
+      continue;
+    }
     const bool value_attached = token.find('=') != std::string::npos ||
                                 (token.size() > 2 && token[1] != '-');  // -Hhost:2
-    if (option != nullptr && option->get_items_expected_min() > 0 && !value_attached) ++i;
+    if (takes_value && !value_attached) ++i;
   }
   return args;
 }
@@ -120,6 +135,13 @@ std::string unknown_flag_message(const std::string& flag, const CLI::App& app) {
 
 }  // namespace
 
+std::vector<std::string> split_on_spaces(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
 std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& args) {
   LaunchOptions o;
   CLI::App app{"kolorun: start a kolo training job on N ranks, like horovodrun.", "kolorun"};
@@ -129,14 +151,18 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
       "with srun, elsewhere with mpirun (or $KOLO_MPIRUN). See docs/launcher.md.");
   app.prefix_command();  // everything from the program on belongs to the program
 
-  app.add_option("--np", o.num_ranks, "number of ranks (horovodrun: -np)")
-      ->check(CLI::PositiveNumber);
+  std::string num_ranks;  // parsed below, for a message in kolorun's words
+  auto* np = app.add_option("--np", num_ranks,
+                            "number of ranks, 1 up to the hosts' slots (horovodrun: -np)");
   auto* hosts = app.add_option("-H,--hosts", o.hosts,
                                "hosts and their slots: host1:2,host2:2 (a host without "
                                ":slots has one slot)");
-  app.add_option("--hostfile", o.hostfile,
-                 "file with one host per line: 'host slots=N' or 'host:N'")
-      ->excludes(hosts);
+  auto* hostfile = app.add_option("--hostfile", o.hostfile,
+                                  "file with one host per line: 'host slots=N' or 'host:N'")
+                       ->excludes(hosts);
+  app.add_flag("--oversubscribe", o.oversubscribe,
+               "allow more ranks than the hosts' slots (mpirun --oversubscribe, srun --overcommit); "
+               "without hosts the slots are this machine's cores");
   std::string launcher = "auto";
   app.add_option("--launcher", launcher,
                  "auto: srun inside a SLURM allocation (SLURM_JOB_ID set), else mpirun")
@@ -190,12 +216,16 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
                  "seconds between SIGTERM and SIGKILL when the job is stopped")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--kill-after-failure", o.kill_after_failure_seconds,
+                 "seconds after a rank has failed before kolorun kills the ranks still running")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--output-filename", o.output_filename,
                  "directory for per-rank logs: DIR/rank.N/stdout and DIR/rank.N/stderr");
   std::string mpi_args;
   app.add_option("--mpi-args", mpi_args, "extra arguments for mpirun (or srun), space-separated");
 
-  std::vector<std::string> reversed = spell_single_dash_flags_for_cli11(args, app);
+  std::vector<std::string> reversed = respell_for_cli11(args, app);
   std::reverse(reversed.begin(), reversed.end());  // CLI11 consumes a vector from the back
   try {
     app.parse(reversed);
@@ -224,8 +254,13 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
       bad_command_line("--log-level '" + o.log_level +
                        "': expected one of trace, debug, info, warning, error, fatal");
   }
+  // An empty -H or --hostfile would silently mean "this machine".
+  if (hosts->count() > 0) parse_host_list(o.hosts);
+  if (hostfile->count() > 0 && o.hostfile.empty())
+    bad_command_line("--hostfile must name a file of hosts, not ''");
   if (o.check_build) return o;
-  if (o.num_ranks == 0) bad_command_line("-np N is required (the number of ranks)");
+  if (np->count() == 0) bad_command_line("-np N is required (the number of ranks)");
+  o.num_ranks = parse_rank_count(num_ranks);
   if (o.command.empty()) bad_command_line("no program given: kolorun -np N [flags] program [args...]");
   return o;
 }

@@ -11,9 +11,10 @@ namespace kolo::launcher {
 enum class LauncherChoice { Auto, Mpirun, Srun };
 
 struct LaunchOptions {
-  int num_ranks = 0;                 // -np
-  std::string hosts;                 // -H host1:slots,host2:slots
+  int num_ranks = 0;                 // -np, as given: check_rank_count (preflight.h) bounds it
+  std::string hosts;                 // -H host1:slots,host2:slots (checked: parse_host_list)
   std::string hostfile;              // --hostfile F
+  bool oversubscribe = false;        // more ranks than slots (mpirun --oversubscribe)
   LauncherChoice launcher = LauncherChoice::Auto;
   bool verbose = false;
   bool dry_run = false;
@@ -40,6 +41,7 @@ struct LaunchOptions {
   std::string network_interface;     // --network-interface eth0 or 10.0.0.0/24
   double start_timeout_seconds = 30; // 0: no bound
   double kill_grace_seconds = 10;    // SIGTERM to the launcher, then SIGKILL after this
+  double kill_after_failure_seconds = 10;  // a rank still running this long after a failure is killed
   std::string output_filename;       // directory for per-rank logs
   std::vector<std::string> mpi_args; // --mpi-args, split on spaces, given to mpirun/srun
 
@@ -48,7 +50,12 @@ struct LaunchOptions {
 
 // Parses kolorun's arguments (argv without argv[0]). Returns nullopt when the user
 // only asked for --help (already printed to stdout). Throws kolo::Error
-// (InvalidArgument) naming the bad flag or value.
+// (InvalidArgument) naming the bad flag or value. -np must be a whole number here; whether
+// the hosts have room for that many ranks is check_rank_count's to say (preflight.h).
+// -H is checked with parse_host_list.
 std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& args);
+
+// The words of `text`, split on whitespace (--mpi-args, a remote agent's command).
+std::vector<std::string> split_on_spaces(const std::string& text);
 
 }  // namespace kolo::launcher

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -74,12 +75,55 @@ void check_launcher_program(const LaunchCommand& command, const Environment& env
   fail("mpirun not found on PATH: install Open MPI (Debian: openmpi-bin) or set KOLO_MPIRUN");
 }
 
-void check_slots(int num_ranks, const std::vector<HostSlots>& hosts, const std::string& source) {
-  const std::optional<int> slots = total_slots(hosts);
-  if (hosts.empty() || !slots || num_ranks <= *slots) return;
-  fail("-np " + std::to_string(num_ranks) + " is more ranks than the " + std::to_string(*slots) +
-       " slots that " + source + " gives (" + format_host_list(hosts) +
-       "); lower -np or give the hosts more slots");
+namespace {
+
+bool oversubscribing(const LaunchOptions& options, const Environment& env) {
+  const std::string setting = find_variable(env, "OMPI_MCA_rmaps_base_oversubscribe").value_or("");
+  return options.oversubscribe || setting == "1" || setting == "true";
+}
+
+// The slots the ranks go on and where they come from, in words for the message
+// ("-H node0:4,node1:4"); nullopt when kolorun cannot know them.
+struct Slots {
+  int count = 0;
+  std::string where;
+};
+std::optional<Slots> known_slots(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
+                                 const LaunchContext& context) {
+  if (choose_launcher(options, context.environment) == Launcher::Srun) return std::nullopt;
+  if (hosts.empty())
+    return Slots{context.local_cores, "this machine: its " + std::to_string(context.local_cores) +
+                                          " cores, as mpirun counts them"};
+  const std::optional<int> total = total_slots(hosts);
+  if (!total) return std::nullopt;
+  return Slots{*total, options.hostfile.empty() ? "-H " + format_host_list(hosts)
+                                                : "--hostfile " + options.hostfile + ": " +
+                                                      format_host_list(hosts)};
+}
+
+}  // namespace
+
+void check_rank_count(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
+                      const LaunchContext& context) {
+  const int ranks = options.num_ranks;
+  const std::optional<Slots> slots = known_slots(options, hosts, context);
+  if (!slots) {
+    if (ranks < 1) fail("-np must be 1 or more, not " + std::to_string(ranks));
+    return;
+  }
+  if (!oversubscribing(options, context.environment)) {
+    if (ranks < 1 || ranks > slots->count)
+      fail("-np must be between 1 and " + std::to_string(slots->count) + " (the slots of " +
+           slots->where + "; --oversubscribe allows more), not " + std::to_string(ranks));
+    return;
+  }
+  const long long most = std::min<long long>(static_cast<long long>(slots->count) * kMaxRanksPerSlot,
+                                             std::numeric_limits<int>::max());
+  if (ranks < 1 || ranks > most)
+    fail("-np must be between 1 and " + std::to_string(most) + " (" +
+         std::to_string(kMaxRanksPerSlot) + " ranks a slot with --oversubscribe, on the " +
+         std::to_string(slots->count) + " slots of " + slots->where + "), not " +
+         std::to_string(ranks));
 }
 
 void check_hosts_resolve(const std::vector<HostSlots>& hosts, std::chrono::milliseconds bound,

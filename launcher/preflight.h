@@ -18,8 +18,15 @@ std::string find_executable(const std::string& program, const Environment& env);
 
 void check_program(const std::string& program, const Environment& env);
 void check_launcher_program(const LaunchCommand& command, const Environment& env);
-// `source` is "-H" or "--hostfile": where the slots came from.
-void check_slots(int num_ranks, const std::vector<HostSlots>& hosts, const std::string& source);
+// -np against the slots: at least 1, at most the slots of -H or --hostfile (without
+// hosts, under mpirun: context.local_cores, as mpirun counts this machine's slots). With
+// --oversubscribe (or OMPI_MCA_rmaps_base_oversubscribe=1 in the environment, which mpirun
+// obeys as well) up to kMaxRanksPerSlot times the slots. Slots kolorun cannot know (srun's
+// allocation, a hostfile line without slots=) are left to the launcher. Throws kolo::Error
+// (InvalidArgument) naming the allowed range and where it comes from.
+inline constexpr int kMaxRanksPerSlot = 64;
+void check_rank_count(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
+                      const LaunchContext& context);
 // getaddrinfo for every host, all within `bound` (after which kolorun goes on, warning).
 // A host that does not resolve fails the launch, or only warns (one line per host) where
 // the command is for another machine (--dry-run).

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace kolo::launcher {
@@ -29,11 +30,33 @@ std::string rank_text() {
   return "?";
 }
 
+struct ProcessStat {
+  char state = '?';
+  unsigned long long start_ticks = 0;
+};
+
+// /proc/<pid>/stat's fields 3 (state) and 22 (start time); nullopt when there is no such process.
+std::optional<ProcessStat> read_process_stat(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat) || stat.rfind(')') == std::string::npos) return std::nullopt;
+  // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  ProcessStat result;
+  std::string field;
+  for (int number = 3; number <= 22 && fields >> field; ++number) {
+    if (number == 3) result.state = field[0];
+    if (number == 22) result.start_ticks = std::stoull(field);
+  }
+  return result;
+}
+
 }  // namespace
 
 std::string format_start_marker(const RankStart& start) {
   return std::string(kMarker) + "host=" + start.host + " pid=" + std::to_string(start.pid) +
-         " start=" + std::to_string(start.start_ticks);
+         " start=" + std::to_string(start.start_ticks) + " parent=" + std::to_string(start.parent_pid) +
+         " parent_start=" + std::to_string(start.parent_start_ticks);
 }
 
 std::optional<RankStart> parse_start_marker(std::string_view line) {
@@ -48,6 +71,8 @@ std::optional<RankStart> parse_start_marker(std::string_view line) {
       if (key == "host") start.host = value, has_host = true;
       if (key == "pid") start.pid = std::stol(value), has_pid = true;
       if (key == "start") start.start_ticks = std::stoull(value);
+      if (key == "parent") start.parent_pid = std::stol(value);
+      if (key == "parent_start") start.parent_start_ticks = std::stoull(value);
     } catch (const std::exception&) {
       return std::nullopt;
     }
@@ -57,15 +82,14 @@ std::optional<RankStart> parse_start_marker(std::string_view line) {
 }
 
 unsigned long long process_start_ticks(long pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return 0;
-  // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  for (int number = 3; number <= 22 && fields >> field; ++number)
-    if (number == 22) return std::stoull(field);
-  return 0;
+  const std::optional<ProcessStat> stat = read_process_stat(pid);
+  return stat ? stat->start_ticks : 0;
+}
+
+bool rank_still_running(const RankStart& start) {
+  const std::optional<ProcessStat> stat = read_process_stat(start.pid);
+  return stat && start.start_ticks != 0 && stat->start_ticks == start.start_ticks && stat->state != 'Z' &&
+         stat->state != 'X';
 }
 
 std::string this_host_name() {
@@ -80,7 +104,11 @@ int rank_exec_main(int argc, char** argv) {
     return 127;
   }
   const long pid = ::getpid();
-  write_all(2, format_start_marker({this_host_name(), pid, process_start_ticks(pid)}) + "\n");
+  // Under init (pid 1) the rank is already orphaned: init is nobody's to kill.
+  const long parent = ::getppid() > 1 ? ::getppid() : 0;
+  write_all(2, format_start_marker({this_host_name(), pid, process_start_ticks(pid), parent,
+                                    parent ? process_start_ticks(parent) : 0}) +
+                   "\n");
   ::execvp(argv[0], argv);
   const int error = errno;
   write_all(2, "kolorun: rank " + rank_text() + " on " + this_host_name() +

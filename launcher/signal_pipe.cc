@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <system_error>
+#include <cstring>
+#include <string>
+
+#include "kolo/check.h"
 
 namespace kolo::launcher {
 namespace {
@@ -22,8 +25,8 @@ void on_signal(int signal) {
 
 SignalPipe::SignalPipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
-    throw std::system_error(errno, std::generic_category(), "kolorun: pipe");
+  KOLO_CHECK(::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0, StatusCode::IoError,
+             std::string("kolorun: pipe: ") + std::strerror(errno));
   read_fd_ = fds[0];
   write_fd_ = fds[1];
   g_write_fd = write_fd_;

@@ -7,9 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 
-#include "kolo/kolo.h"
+#include "kolo/check.h"
 #include "preflight.h"
 
 namespace kolo::launcher {
@@ -23,19 +22,21 @@ std::vector<char*> c_strings(const std::vector<std::string>& words) {
 }
 
 void make_pipe(int fds[2]) {
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw std::system_error(errno, std::generic_category(), "kolorun: pipe");
+  KOLO_CHECK(::pipe2(fds, O_CLOEXEC) == 0, StatusCode::IoError,
+             std::string("kolorun: pipe: ") + std::strerror(errno));
 }
 
 // Between fork and exec: only async-signal-safe calls (kolorun may have a resolver
 // thread running), everything allocated beforehand.
 [[noreturn]] void become_launcher(const char* path, char* const* argv, char* const* envp,
-                                  pid_t kolorun, int out, int err, int exec_error) {
+                                  pid_t kolorun, int out, int err, int exec_error, Terminal terminal) {
   // Its own process group: a Ctrl-C on the terminal reaches kolorun alone, which
   // forwards it, and SIGKILL can reach the launcher together with whatever helper it
   // starts in its group (a wrapper script and its children). Open MPI gives each rank a
   // group of its own, so ranks are stopped by mpirun, or in the last resort by pid.
-  ::setpgid(0, 0);
+  // A new session is a new process group as well.
+  if (terminal == Terminal::Detached) ::setsid();
+  else ::setpgid(0, 0);
   // If kolorun dies, even by SIGKILL, the launcher gets SIGTERM and stops the ranks.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != kolorun) ::_exit(127);
@@ -50,7 +51,7 @@ void make_pipe(int fds[2]) {
   ::dup2(err, STDERR_FILENO);
   // A process group other than the terminal's foreground group is stopped (SIGTTIN) when
   // it reads the terminal, so the job reads kolorun's stdin only when it is not one.
-  if (::isatty(STDIN_FILENO)) {
+  if (terminal == Terminal::Detached || ::isatty(STDIN_FILENO)) {
     const int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) ::dup2(null, STDIN_FILENO);
   }
@@ -62,7 +63,8 @@ void make_pipe(int fds[2]) {
 
 }  // namespace
 
-SpawnedLauncher spawn_launcher(const std::vector<std::string>& argv, const Environment& env) {
+SpawnedLauncher spawn_launcher(const std::vector<std::string>& argv, const Environment& env,
+                               Terminal terminal) {
   const std::string path = find_executable(argv.at(0), current_environment());
   if (path.empty())
     throw Error(StatusCode::InvalidArgument, "kolorun: cannot find '" + argv[0] + "' on PATH");
@@ -78,15 +80,19 @@ SpawnedLauncher spawn_launcher(const std::vector<std::string>& argv, const Envir
   ::sigprocmask(SIG_SETMASK, &all, &previous);
   const pid_t kolorun = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) become_launcher(path.c_str(), args.data(), envp.data(), kolorun, out[1], err[1], exec_error[1]);
+  if (pid == 0)
+    become_launcher(path.c_str(), args.data(), envp.data(), kolorun, out[1], err[1], exec_error[1], terminal);
   const int fork_errno = errno;
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   for (int fd : {out[1], err[1], exec_error[1]}) ::close(fd);
   if (pid < 0) {
     for (int fd : {out[0], err[0], exec_error[0]}) ::close(fd);
-    throw std::system_error(fork_errno, std::generic_category(), "kolorun: fork");
+    throw Error(StatusCode::IoError, std::string("kolorun: fork: ") + std::strerror(fork_errno));
   }
-  ::setpgid(pid, pid);  // also here: kolorun may signal the group before the child runs
+  // Also here: kolorun may signal the group before the child runs. Not for a new session:
+  // setsid() fails in a process that already leads a group, and the wait for the exec
+  // below orders it before any signal.
+  if (terminal == Terminal::Shared) ::setpgid(pid, pid);
 
   int error = 0;  // the exec error pipe closes on a successful exec
   ssize_t n;
@@ -96,8 +102,7 @@ SpawnedLauncher spawn_launcher(const std::vector<std::string>& argv, const Envir
   if (n == sizeof(error)) {
     ::close(out[0]);
     ::close(err[0]);
-    throw Error(StatusCode::InvalidArgument,
-                "kolorun: cannot run '" + path + "': " + std::strerror(error));
+    throw Error(StatusCode::IoError, "kolorun: cannot run '" + path + "': " + std::strerror(error));
   }
   return {pid, out[0], err[0]};
 }

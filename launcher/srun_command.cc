@@ -6,6 +6,16 @@
 #include "kolo/kolo.h"
 
 namespace kolo::launcher {
+namespace {
+
+bool user_sets_kill_on_bad_exit(const LaunchOptions& o, const Environment& env) {
+  if (find_variable(env, "SLURM_KILL_BAD_EXIT")) return true;
+  for (const std::string& arg : o.mpi_args)
+    if (arg.rfind("--kill-on-bad-exit", 0) == 0 || arg.rfind("-K", 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
 
 LaunchCommand build_srun_command(const LaunchOptions& o, const std::vector<HostSlots>& hosts,
                                  const LaunchContext& context) {
@@ -18,16 +28,19 @@ LaunchCommand build_srun_command(const LaunchOptions& o, const std::vector<HostS
   // srun exports its whole environment to the tasks (--export=ALL is the default), so
   // the variables go into its environment rather than onto its command line.
   command.set = variables_from_flags(o);
-  if (should_set_yield_when_idle(o, context.environment))
+  if (!user_sets_mca_parameter(o, context.environment, "mpi_yield_when_idle"))
     command.set.push_back({"OMPI_MCA_mpi_yield_when_idle", "1"});  // command.h says why
   if (!o.network_interface.empty()) {
     command.set.push_back({"OMPI_MCA_btl_tcp_if_include", o.network_interface});
     command.set.push_back({"OMPI_MCA_oob_tcp_if_include", o.network_interface});
   }
   // --label: "R: " before every line, how kolorun tells the ranks' output apart;
-  // --kill-on-bad-exit: one failed rank ends the step at once, as under mpirun.
-  command.argv = {context.srun, "--mpi=pmix", "-n", std::to_string(o.num_ranks), "--label",
-                  "--kill-on-bad-exit=1"};
+  // --kill-on-bad-exit: one failed rank ends the step at once, as under mpirun (unless
+  // the user chose otherwise: srun's -K/--kill-on-bad-exit or SLURM_KILL_BAD_EXIT).
+  command.argv = {context.srun, "--mpi=pmix", "-n", std::to_string(o.num_ranks), "--label"};
+  if (!user_sets_kill_on_bad_exit(o, context.environment)) command.argv.push_back("--kill-on-bad-exit=1");
+  // srun's name for more tasks than CPUs.
+  if (o.oversubscribe) command.argv.push_back("--overcommit");
   command.argv.insert(command.argv.end(), o.mpi_args.begin(), o.mpi_args.end());
   const std::vector<std::string> ranks = rank_command(o, context);
   command.argv.insert(command.argv.end(), ranks.begin(), ranks.end());

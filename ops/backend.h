@@ -3,7 +3,9 @@
 // hierarchical collectives (hierarchical_backend.cc), which are built from the others. A
 // backend moves and reduces flat buffers; it knows nothing of tensor names, negotiation
 // or fusion. All calls are made from the runtime's single background thread, in the
-// same order on every rank. Failures throw kolo::Error with StatusCode::CommFailure.
+// same order on every rank. Failures throw kolo::Error: CommFailure when MPI or NCCL
+// fails or a rank is lost, DeviceError when the GPU fails, Unsupported for a count
+// beyond what one MPI call can move.
 //
 // Buffers are in the memory of one device. A GPU backend enqueues its work on kolo's
 // stream for that device and may return before the work is done: later work on the

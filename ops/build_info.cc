@@ -1,5 +1,6 @@
 // kolo::build_info(): what this build can do and which CUDA, NCCL and MPI it runs with
-// (kolorun --check-build prints it). Safe before init() and on machines without a GPU.
+// (kolorun --check-build prints it). Safe before init() and on machines without a GPU;
+// MPI_Get_library_version and MPI_Get_version may be called before MPI_Init.
 #include <mpi.h>
 
 #include <string>
@@ -42,6 +43,8 @@ BuildInfo build_info() {
     info.mpi_library.assign(library, static_cast<std::size_t>(length));
     if (auto end = info.mpi_library.find_first_of("\r\n,"); end != std::string::npos) info.mpi_library.resize(end);
   }
+  int major = 0, minor = 0;
+  if (MPI_Get_version(&major, &minor) == MPI_SUCCESS) info.mpi_standard = std::to_string(major) + "." + std::to_string(minor);
 #ifdef KOLO_WITH_CUDA
   info.cuda = true;
   info.cuda_compiled = cuda_version_string(CUDART_VERSION);

@@ -47,6 +47,7 @@ class CpuOps final : public DeviceOps {
     const std::size_t element = dtype_size(to);
     for (const CopyPiece& p : pieces) {
       const std::size_t bytes = static_cast<std::size_t>(p.count) * element;
+      if (bytes == 0) continue;  // an empty tensor's pointers may be null, which memset and memcpy must not get
       if (p.src == nullptr) std::memset(p.dst, 0, bytes);
       else if (plain_copy && p.dst != p.src) std::memcpy(p.dst, p.src, bytes);
       else if (!plain_copy) convert_on_cpu(p.dst, to, p.src, from, p.count, factor);
@@ -68,18 +69,18 @@ class CpuOps final : public DeviceOps {
 
 std::shared_ptr<Event> reached_event() { return std::make_shared<ReachedEvent>(); }
 
-void wait_for(Event& event, std::chrono::milliseconds timeout, const char* what) {
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  const auto spin_until = start + std::chrono::microseconds(50);
+void wait_for(Event& event, std::chrono::milliseconds timeout, const char* what, const Clock& clock) {
+  const auto start = clock.now();
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
   while (!event.query()) {
-    const auto now = clock::now();
-    if (now - start > timeout)
+    // CommFailure rather than DeviceError: an event that stays unreached this long is
+    // almost always behind a collective that waits for a rank that died or hung.
+    if (clock.now() - start > timeout)
       throw Error(StatusCode::CommFailure,
                   std::string("kolo: the GPU did not finish ") + what + " within " +
                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) +
                       " s (KOLO_CONTROL_TIMEOUT_SECONDS)");
-    if (now < spin_until) std::this_thread::yield();
+    if (std::chrono::steady_clock::now() < spin_until) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }

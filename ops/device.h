@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 
+#include "clock.h"
 #include "kolo/kolo.h"
 
 namespace kolo::ops {
@@ -29,8 +30,10 @@ class Event {
 std::shared_ptr<Event> reached_event();
 
 // Polls `event` (briefly spinning, then sleeping: never a device-wide synchronisation)
-// until it is reached. Throws kolo::Error(CommFailure) naming `what` after `timeout`.
-void wait_for(Event& event, std::chrono::milliseconds timeout, const char* what);
+// until it is reached. Throws kolo::Error(CommFailure) naming `what` after `timeout` on
+// `clock`.
+void wait_for(Event& event, std::chrono::milliseconds timeout, const char* what,
+              const Clock& clock = steady_clock());
 
 // One tensor's part of a batched pass: `count` elements from `src` to `dst`.
 struct CopyPiece {

@@ -1,6 +1,9 @@
 #include "gpu_path.h"
 
 #include <cstring>
+#include <optional>
+
+#include "kolo/check.h"
 
 namespace kolo::ops {
 
@@ -58,19 +61,30 @@ std::unique_ptr<GpuParts> make_host_stand_in_parts(const MpiOptions& mpi) {
   return std::make_unique<HostStandInParts>(mpi);
 }
 
+#ifndef KOLO_WITH_CUDA
+// A build without CUDA has no GPU parts (with CUDA, cuda/cuda_parts.cc makes them): the
+// runtime then refuses GPU tensors at submission.
+std::unique_ptr<GpuParts> make_cuda_parts() { return nullptr; }
+#endif
+
 GpuPath make_gpu_path(GpuParts& parts, const MpiContext& context, int device, const GpuPathOptions& options) {
   GpuPath path;
-  std::string failure;
+  std::optional<Error> failure;
   try {
     path.ops = parts.make_ops(device);
+  } catch (const Error& e) {
+    failure = e;
   } catch (const std::exception& e) {
-    failure = e.what();
+    failure = Error(StatusCode::Internal, std::string("kolo: internal error in the GPU set-up: ") + e.what());
   }
-  int ok = failure.empty() ? 1 : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, context.comm()), "MPI_Allreduce (GPU set-up)");
-  if (!ok)
-    throw Error(StatusCode::InvalidArgument,
-                failure.empty() ? "kolo: GPU set-up failed on another rank (see its message)" : failure);
+  // The ranks agree on a code (Ok: 0 where all succeeded; the highest of the failed ranks'
+  // codes otherwise), so that they all take the same way on: a rank that failed throws its
+  // own error, the others the agreed code.
+  int code = static_cast<int>(failure ? failure->code() : StatusCode::Ok);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, context.comm()), "MPI_Allreduce (GPU set-up)");
+  if (failure) throw *failure;
+  if (code != static_cast<int>(StatusCode::Ok))
+    throw Error(static_cast<StatusCode>(code), "kolo: GPU set-up failed on another rank (see its message)");
 
   const auto staged = [&](MPI_Comm comm, std::unique_ptr<Backend> host) {
     StagingOptions staging;
@@ -82,9 +96,8 @@ GpuPath make_gpu_path(GpuParts& parts, const MpiContext& context, int device, co
   const auto mpi = [&](MPI_Comm comm) { return make_mpi_backend(comm, options.mpi); };
 
   if (options.operations == GpuOperations::Nccl) {
-    if (!parts.has_nccl())
-      throw Error(StatusCode::InvalidArgument,
-                  "kolo: KOLO_GPU_OPERATIONS=NCCL, but this build of kolo has no NCCL (use MPI)");
+    KOLO_CHECK(parts.has_nccl(), StatusCode::Unsupported,
+               "kolo: KOLO_GPU_OPERATIONS=NCCL, but this build of kolo has no NCCL (use MPI)");
     std::unique_ptr<Backend> flat = parts.make_collectives(context.comm(), *path.ops, options.timeout);
     if (!options.hierarchical.any()) {
       path.backend = std::move(flat);

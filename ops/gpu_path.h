@@ -76,8 +76,9 @@ struct GpuPath {
 };
 
 // Collective over the context's ranks. Every rank first sets up its device; if any rank
-// fails, every rank throws kolo::Error(InvalidArgument) (never some ranks waiting for
-// others in NCCL's set-up).
+// fails, every rank throws kolo::Error (never some ranks waiting for others in NCCL's
+// set-up): a rank that failed its own error (DeviceError from a CUDA call, ...), the
+// others the highest code of the failed ranks.
 GpuPath make_gpu_path(GpuParts& parts, const MpiContext& context, int device, const GpuPathOptions& options);
 
 }  // namespace kolo::ops

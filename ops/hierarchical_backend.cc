@@ -6,19 +6,21 @@
 #include <string>
 #include <vector>
 
+#include "kolo/check.h"
+
 namespace kolo::ops {
 
 SliceLayout slice_layout(int64_t count, int local_size) {
-  if (local_size <= 0) throw Error(StatusCode::InvalidArgument, "kolo: a node needs at least one rank");
+  KOLO_CHECK(local_size > 0, StatusCode::Internal, "kolo: a node needs at least one rank");
   return SliceLayout{count / local_size, count % local_size};
 }
 
 NodeGatherPlan plan_node_gather(std::span<const int64_t> counts, const NodePlacement& placement) {
   const std::vector<int>& node_of = placement.node_of_rank;
-  if (counts.size() != node_of.size() || placement.rank < 0 || placement.rank >= static_cast<int>(node_of.size()))
-    throw Error(StatusCode::InvalidArgument,
-                "kolo: the hierarchical allgather got " + std::to_string(counts.size()) + " counts for " +
-                    std::to_string(node_of.size()) + " ranks (rank " + std::to_string(placement.rank) + ")");
+  KOLO_CHECK(counts.size() == node_of.size() && placement.rank >= 0 && placement.rank < static_cast<int>(node_of.size()),
+             StatusCode::Internal,
+             "kolo: the hierarchical allgather got " + std::to_string(counts.size()) + " counts for " +
+                 std::to_string(node_of.size()) + " ranks (rank " + std::to_string(placement.rank) + ")");
   NodeGatherPlan plan;
   const int mine = node_of[static_cast<std::size_t>(placement.rank)];
   plan.node_counts.assign(static_cast<std::size_t>(*std::max_element(node_of.begin(), node_of.end()) + 1), 0);
@@ -32,10 +34,9 @@ NodeGatherPlan plan_node_gather(std::span<const int64_t> counts, const NodePlace
   // Checked here, where every rank of every node sees the same numbers: only local rank 0
   // makes the cross-node call, and an error there alone would leave its node waiting in
   // the broadcast.
-  if (plan.total > std::numeric_limits<int>::max())
-    throw Error(StatusCode::InvalidArgument,
-                "kolo: the hierarchical allgather of " + std::to_string(plan.total) +
-                    " elements exceeds what one MPI call can move (2^31 - 1)");
+  KOLO_CHECK(plan.total <= std::numeric_limits<int>::max(), StatusCode::Unsupported,
+             "kolo: the hierarchical allgather of " + std::to_string(plan.total) +
+                 " elements exceeds what one MPI call can move (2^31 - 1)");
 
   // Where each rank's part is in node order (`next`, per node) and in rank order (`to`).
   std::vector<int64_t> next(plan.node_counts.size(), 0);
@@ -152,11 +153,10 @@ class HierarchicalBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_hierarchical_backend(HierarchicalParts parts) {
-  if (!parts.local || !parts.cross || !parts.flat || parts.memory == nullptr)
-    throw Error(StatusCode::InvalidArgument,
-                "kolo: the hierarchical collectives need their three backends and a device");
-  if (parts.routes.allgather && parts.placement.node_of_rank.empty())
-    throw Error(StatusCode::InvalidArgument, "kolo: the hierarchical allgather needs the node of every rank");
+  KOLO_CHECK(parts.local && parts.cross && parts.flat && parts.memory != nullptr, StatusCode::Internal,
+             "kolo: the hierarchical collectives need their three backends and a device");
+  KOLO_CHECK(!parts.routes.allgather || !parts.placement.node_of_rank.empty(), StatusCode::Internal,
+             "kolo: the hierarchical allgather needs the node of every rank");
   return std::make_unique<HierarchicalBackend>(std::move(parts));
 }
 

@@ -4,11 +4,14 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "backend.h"
+#include "clock.h"
 #include "node_layout.h"
 
 namespace kolo::ops {
@@ -20,6 +23,10 @@ struct MpiOptions {
   // How long a control message may wait for the other ranks before kolo declares them
   // lost (the background thread of a healthy rank answers within one cycle).
   std::chrono::milliseconds control_timeout{std::chrono::seconds(300)};
+  // Counts every piece of a data collective that completes (a call, or one piece of a
+  // pipelined one), so that a watcher on another thread can tell a long collective that
+  // still moves from one that is stuck. Not owned; nullptr: not counted.
+  std::atomic<uint64_t>* progress = nullptr;
 };
 
 struct TopologyOptions {
@@ -65,8 +72,10 @@ class MpiContext {
 std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const MpiOptions& options);
 // The same over any communicator kolo owns (a node's, or the cross-node one).
 std::unique_ptr<Backend> make_mpi_backend(MPI_Comm comm, const MpiOptions& options);
+// Its waits end after options.control_timeout on `clock`.
 std::unique_ptr<ControlChannel> make_mpi_control_channel(const MpiContext& context,
-                                                         const MpiOptions& options);
+                                                         const MpiOptions& options,
+                                                         const Clock& clock);
 
 // The node of every rank of `comm` (NodePlacement::node_of_rank), given this rank's node:
 // `local`, split from `comm` with the rank as key, so that local rank 0 is the node's

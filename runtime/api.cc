@@ -1,41 +1,80 @@
 // The public C++ API (include/kolo/kolo.h): argument checks that need no other rank,
 // then a hand-off to the Runtime's queue.
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
 #include "gpu_state.h"
-#include "kolo/kolo.h"
+#include "kolo/kolo_mpi.h"
 #include "logging.h"
+#include "mpi_transport.h"
 #include "runtime.h"
 
 namespace kolo {
 namespace {
 
-std::mutex g_mutex;  // guards g_runtime's creation and destruction
-std::unique_ptr<Runtime> g_runtime;
+std::mutex g_lifecycle;  // init() and shutdown(), one at a time
 
-Runtime& runtime() {
-  if (!g_runtime) throw Error(StatusCode::InvalidArgument, "kolo is not initialised: call kolo::init() first");
-  return *g_runtime;
+// The runtime of init(). Every call takes its own reference for as long as it runs:
+// shutdown() on another thread cannot free the runtime under it. A mutex rather than
+// std::atomic<std::shared_ptr>: GCC 12's libstdc++ unlocks in its load() with a relaxed
+// store, so a load() and a later exchange() race in C++'s memory model, and TSan reports
+// them.
+class GlobalRuntime {
+ public:
+  std::shared_ptr<Runtime> load() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runtime_;
+  }
+  std::shared_ptr<Runtime> exchange(std::shared_ptr<Runtime> runtime) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    runtime_.swap(runtime);
+    return runtime;
+  }
+
+ private:
+  mutable std::mutex mutex_;  // held only to copy or swap the pointer
+  std::shared_ptr<Runtime> runtime_;
+};
+GlobalRuntime g_runtime;
+bool g_owns_mpi = false;  // kolo initialised MPI and finalises it at shutdown
+thread_local Runtime* t_runtime = nullptr;  // bind_thread_to()
+
+// The runtime this thread's calls reach, or null.
+std::shared_ptr<Runtime> current() {
+  if (t_runtime != nullptr) return std::shared_ptr<Runtime>(std::shared_ptr<Runtime>(), t_runtime);  // not owned
+  return g_runtime.load();
 }
 
-Handle failed(StatusCode code, const std::string& message) {
+std::shared_ptr<Runtime> runtime() {
+  if (std::shared_ptr<Runtime> r = current()) return r;
+  throw Error(StatusCode::InvalidArgument, "kolo is not initialised: call kolo::init() first");
+}
+
+Handle failed(Status status) {
   auto state = std::make_shared<detail::HandleState>();
-  state->complete(Status(code, message));
+  state->complete(std::move(status));
   return Handle(state);
 }
 
-// Checks that the caller's view is usable; returns an error message or "".
-std::string check_view(const std::string& name, const TensorView& view, const char* role) {
+Handle failed(StatusCode code, const std::string& message) { return failed(Status(code, message)); }
+
+Status invalid(std::string message) { return Status(StatusCode::InvalidArgument, std::move(message)); }
+
+// Checks that the caller's view is usable: OK, or why not (InvalidArgument; Unsupported for
+// a GPU tensor in a build without GPU support).
+Status check_view(const std::string& name, const TensorView& view, const char* role) {
   for (int64_t d : view.shape)
-    if (d < 0) return "kolo: " + std::string(role) + " of '" + name + "' has a negative dimension " + shape_string(view.shape);
+    if (d < 0)
+      return invalid("kolo: " + std::string(role) + " of '" + name + "' has a negative dimension " +
+                     shape_string(view.shape));
   if (view.data == nullptr && view.num_elements() > 0)
-    return "kolo: " + std::string(role) + " of '" + name + "' has no data (null pointer)";
+    return invalid("kolo: " + std::string(role) + " of '" + name + "' has no data (null pointer)");
   if (!view.device.is_cpu() && view.num_elements() > 0)
-    if (std::string problem = runtime().devices().check(view); !problem.empty())
-      return "kolo: " + std::string(role) + " of '" + name + "' is on cuda:" + std::to_string(view.device.index) +
-             ", but " + problem;
-  return "";
+    if (Status problem = runtime()->devices().check(view); !problem.ok())
+      return Status(problem.code(), "kolo: " + std::string(role) + " of '" + name + "' is on cuda:" +
+                                        std::to_string(view.device.index) + ", but " + problem.message());
+  return Status::OK();
 }
 
 // A GPU tensor's handle carries the event that says it is ready: recorded now, on the
@@ -43,7 +82,7 @@ std::string check_view(const std::string& name, const TensorView& view, const ch
 void attach_gpu(TensorEntry& entry) {
   if (entry.request.device.is_cpu()) return;
   auto gpu = std::make_shared<detail::GpuState>();
-  gpu->ready = runtime().devices().record_ready(entry.request.device);
+  gpu->ready = runtime()->devices().record_ready(entry.request.device);
   entry.handle.gpu = std::move(gpu);
 }
 
@@ -51,11 +90,11 @@ Handle submit(EntryPtr entry) {
   try {
     attach_gpu(*entry);
   } catch (const Error& e) {
-    return failed(StatusCode::InvalidArgument, "kolo: tensor '" + entry->request.name + "': " + e.what());
+    return failed(e.code(), "kolo: tensor '" + entry->request.name + "': " + e.what());
   }
   Handle handle(handle_of(entry));
-  if (Status status = runtime().submit(std::move(entry)); !status.ok())
-    return failed(status.code(), status.message());
+  if (Status status = runtime()->submit(std::move(entry)); !status.ok())
+    return failed(status);
   return handle;
 }
 
@@ -84,23 +123,23 @@ std::string check_same_layout(const std::string& name, const TensorView& input, 
   return "";
 }
 
-// Returns an error message if the allreduce arguments are unusable, else "".
-std::string check_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-                            const AllreduceOptions& options) {
-  if (name.empty()) return "kolo: a tensor name must not be empty";
-  if (auto e = check_view(name, input, "input"); !e.empty()) return e;
+// OK if the allreduce arguments are usable, else why not.
+Status check_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                       const AllreduceOptions& options) {
+  if (name.empty()) return invalid("kolo: a tensor name must not be empty");
+  if (Status s = check_view(name, input, "input"); !s.ok()) return s;
   if (&output != &input) {  // in place (the common case): nothing more to compare
-    if (auto e = check_view(name, output, "output"); !e.empty()) return e;
-    if (auto e = check_same_layout(name, input, output); !e.empty()) return e;
+    if (Status s = check_view(name, output, "output"); !s.ok()) return s;
+    if (auto e = check_same_layout(name, input, output); !e.empty()) return invalid(e);
   }
   if (options.compression != Compression::None && !is_floating_point(input.dtype))
-    return "kolo: allreduce of '" + name + "': " + compression_name(options.compression) +
-           " compression needs a floating-point dtype, not " + dtype_name(input.dtype);
+    return invalid("kolo: allreduce of '" + name + "': " + compression_name(options.compression) +
+                   " compression needs a floating-point dtype, not " + dtype_name(input.dtype));
   if (!is_floating_point(input.dtype) &&
       (options.op == ReduceOp::Average || options.prescale != 1.0 || options.postscale != 1.0))
-    return "kolo: allreduce of '" + name + "': average and pre/postscale need a floating-point dtype, not " +
-           dtype_name(input.dtype) + " (use sum and divide)";
-  return "";
+    return invalid("kolo: allreduce of '" + name + "': average and pre/postscale need a floating-point dtype, not " +
+                   dtype_name(input.dtype) + " (use sum and divide)");
+  return Status::OK();
 }
 
 EntryPtr allreduce_entry(const std::string& name, const TensorView& input, const TensorView& output,
@@ -122,8 +161,10 @@ bool Handle::ready() const {
 }
 
 void detail::note_caller_waits() {
-  if (g_runtime) g_runtime->caller_waits();
+  if (std::shared_ptr<Runtime> r = current()) r->caller_waits();
 }
+
+void bind_thread_to(Runtime* runtime) { t_runtime = runtime; }
 
 namespace {
 
@@ -164,12 +205,30 @@ const std::vector<int64_t>& Handle::received_splits() const {
 
 namespace {
 
+// A program that saw kolo's error and returns from main (or calls exit) ends the job now,
+// instead of leaving the other ranks to kolo's grace time, or MPI to wait for them.
+void end_job_if_failed() {
+  if (std::shared_ptr<Runtime> r = g_runtime.load(); r && r->failed()) r->end_job_after_failure();
+}
+
 void start(MPI_Comm comm, bool owns_mpi, const Config& config) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   set_log_rank(rank);  // before the Runtime, which reports ignored settings as it starts
-  g_runtime = std::make_unique<Runtime>(comm, config, owns_mpi);
-  if (g_runtime->context().rank() == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
+  auto r = std::make_shared<Runtime>(std::make_unique<MpiTransport>(comm, config, steady_clock()), config,
+                                     steady_clock());
+  if (r->transport().rank() == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
+  g_owns_mpi = owns_mpi;
+  g_runtime.exchange(std::move(r));
+  static const bool registered = std::atexit(end_job_if_failed) == 0;
+  (void)registered;
+}
+
+// Until calls still running on other threads let go of `r` (each holds it for one call).
+void wait_for_last_reference(const std::shared_ptr<Runtime>& r) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (r.use_count() > 1 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void require_thread_multiple() {
@@ -187,8 +246,8 @@ void require_thread_multiple() {
 }  // namespace
 
 void init() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_runtime) return;
+  std::lock_guard<std::mutex> lock(g_lifecycle);
+  if (g_runtime.load()) return;
   const Config config = config_from_environment();
   set_log_level(config.log_level);
   int initialized = 0, finalized = 0;
@@ -207,8 +266,8 @@ void init() {
 }
 
 void init(MPI_Comm comm) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_runtime) return;
+  std::lock_guard<std::mutex> lock(g_lifecycle);
+  if (g_runtime.load()) return;
   const Config config = config_from_environment();
   set_log_level(config.log_level);
   int initialized = 0;
@@ -222,31 +281,36 @@ void init(MPI_Comm comm) {
   start(comm, false, config);
 }
 
+// After a failure that ends the job, shutdown() ends it at once: MPI_Finalize is
+// collective and would wait for ranks that no longer answer (watchdog.h).
 void shutdown() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_runtime) return;
-  const bool owns_mpi = g_runtime->owns_mpi();
-  g_runtime.reset();  // joins the thread and frees the communicator
-  if (owns_mpi) MPI_Finalize();
+  std::lock_guard<std::mutex> lock(g_lifecycle);
+  std::shared_ptr<Runtime> r = g_runtime.exchange(nullptr);
+  if (!r) return;
+  if (r->failed()) r->end_job_after_failure();
+  r->shutdown();  // stops the background thread: later calls on r fail as shut down
+  if (r->failed()) r->end_job_after_failure();  // its last cycle found a rank gone
+  wait_for_last_reference(r);
+  r.reset();  // frees the communicator
+  if (g_owns_mpi) MPI_Finalize();
 }
 
-bool is_initialized() { return g_runtime != nullptr; }
-void copy_gpu_result(void* dst, const TensorView& result) { runtime().devices().copy_result(dst, result); }
-int rank() { return runtime().context().rank(); }
-int size() { return runtime().context().size(); }
-int local_rank() { return runtime().context().local_rank(); }
-int local_size() { return runtime().context().local_size(); }
-int cross_rank() { return runtime().context().cross_rank(); }
-int cross_size() { return runtime().context().cross_size(); }
-std::string describe_configuration() { return runtime().config().describe(); }
+bool is_initialized() { return g_runtime.load() != nullptr; }
+void copy_gpu_result(void* dst, const TensorView& result) { runtime()->devices().copy_result(dst, result); }
+int rank() { return runtime()->transport().rank(); }
+int size() { return runtime()->transport().size(); }
+int local_rank() { return runtime()->transport().topology().local_rank; }
+int local_size() { return runtime()->transport().topology().local_size; }
+int cross_rank() { return runtime()->transport().topology().cross_rank; }
+int cross_size() { return runtime()->transport().topology().cross_size; }
+std::string describe_configuration() { return runtime()->config().describe(); }
 
 // ---- collectives ---------------------------------------------------------------------------
 
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
   runtime();
-  if (auto e = check_allreduce(name, input, output, options); !e.empty())
-    return failed(StatusCode::InvalidArgument, e);
+  if (Status s = check_allreduce(name, input, output, options); !s.ok()) return failed(s);
   return submit(allreduce_entry(name, input, output, options));
 }
 
@@ -259,34 +323,34 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const std::vector<TensorView>& outputs,
                                             const AllreduceOptions& options) {
   runtime();
-  auto all_failed = [&](const std::string& message) {
-    return std::vector<Handle>(std::max<std::size_t>(names.size(), 1),
-                               failed(StatusCode::InvalidArgument, message));
+  auto all_failed = [&](Status status) {
+    return std::vector<Handle>(std::max<std::size_t>(names.size(), 1), failed(std::move(status)));
   };
   if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size())
-    return all_failed("kolo: grouped allreduce needs as many names, inputs and outputs (and at least one)");
+    return all_failed(
+        invalid("kolo: grouped allreduce needs as many names, inputs and outputs (and at least one)"));
   std::vector<EntryPtr> entries;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (auto e = check_allreduce(names[i], inputs[i], outputs[i], options); !e.empty()) return all_failed(e);
+    if (Status s = check_allreduce(names[i], inputs[i], outputs[i], options); !s.ok()) return all_failed(s);
     entries.push_back(allreduce_entry(names[i], inputs[i], outputs[i], options));
     entries.back()->request.group = names.front();
     entries.back()->request.group_size = static_cast<int32_t>(names.size());
     try {
       attach_gpu(*entries.back());
     } catch (const Error& e) {
-      return all_failed("kolo: tensor '" + names[i] + "': " + e.what());
+      return all_failed(Status(e.code(), "kolo: tensor '" + names[i] + "': " + e.what()));
     }
   }
   std::vector<Handle> handles;
   for (const EntryPtr& e : entries) handles.emplace_back(handle_of(e));
-  Status status = runtime().submit(std::move(entries));
-  if (!status.ok()) return all_failed(status.message());
+  Status status = runtime()->submit(std::move(entries));
+  if (!status.ok()) return all_failed(status);
   return handles;
 }
 
 Handle allgather_async(const std::string& name, const TensorView& input) {
   runtime();
-  if (auto e = check_view(name, input, "input"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
+  if (Status s = check_view(name, input, "input"); !s.ok()) return failed(s);
   if (input.shape.empty())
     return failed(StatusCode::InvalidArgument, "kolo: allgather of '" + name + "' needs at least one dimension (got a scalar)");
   return submit(make_entry(name, OpType::Allgather, input, nullptr));
@@ -294,7 +358,7 @@ Handle allgather_async(const std::string& name, const TensorView& input) {
 
 Handle broadcast_async(const std::string& name, const TensorView& buffer, int root) {
   runtime();
-  if (auto e = check_view(name, buffer, "buffer"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
+  if (Status s = check_view(name, buffer, "buffer"); !s.ok()) return failed(s);
   if (root < 0 || root >= size())
     return failed(StatusCode::InvalidArgument, "kolo: broadcast of '" + name + "': root " + std::to_string(root) +
                                                    " is not a rank (size " + std::to_string(size()) + ")");
@@ -305,7 +369,7 @@ Handle broadcast_async(const std::string& name, const TensorView& buffer, int ro
 
 Handle alltoall_async(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits) {
   runtime();
-  if (auto e = check_view(name, input, "input"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
+  if (Status s = check_view(name, input, "input"); !s.ok()) return failed(s);
   if (input.shape.empty())
     return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "' needs at least one dimension");
   const int64_t rows = input.shape[0];
@@ -328,7 +392,7 @@ Handle alltoall_async(const std::string& name, const TensorView& input, const st
 
 Handle reducescatter_async(const std::string& name, const TensorView& input, ReduceOp op) {
   runtime();
-  if (auto e = check_view(name, input, "input"); !e.empty()) return failed(StatusCode::InvalidArgument, e);
+  if (Status s = check_view(name, input, "input"); !s.ok()) return failed(s);
   if (input.shape.empty())
     return failed(StatusCode::InvalidArgument, "kolo: reducescatter of '" + name + "' needs at least one dimension");
   if (op == ReduceOp::Average && !is_floating_point(input.dtype))
@@ -357,7 +421,7 @@ void barrier() {
 }
 
 void join() {
-  Handle(runtime().join()).wait().throw_if_error();
+  Handle(runtime()->join()).wait().throw_if_error();
 }
 
 }  // namespace kolo

@@ -1,5 +1,5 @@
 // The C API (include/kolo/kolo_c.h) over the C++ one: handles become integers in a
-// table, exceptions become return codes plus a per-thread error message.
+// table, exceptions become kolo_status codes plus a per-thread error message.
 #include "kolo/kolo_c.h"
 
 #include <cstring>
@@ -7,35 +7,78 @@
 #include <unordered_map>
 
 #include "devices.h"
+#include "kolo/check.h"
 #include "kolo/kolo.h"
 
 namespace {
+
+using kolo::StatusCode;
+
+// A kolo_status is its StatusCode negated: the C names must stay in step with kolo.h's.
+constexpr int c_status(StatusCode code) { return -static_cast<int>(code); }
+static_assert(c_status(StatusCode::Ok) == KOLO_OK);
+static_assert(c_status(StatusCode::Pending) == KOLO_PENDING);
+static_assert(c_status(StatusCode::InvalidArgument) == KOLO_INVALID_ARGUMENT);
+static_assert(c_status(StatusCode::Mismatch) == KOLO_MISMATCH);
+static_assert(c_status(StatusCode::Stalled) == KOLO_STALLED);
+static_assert(c_status(StatusCode::Aborted) == KOLO_ABORTED);
+static_assert(c_status(StatusCode::CommFailure) == KOLO_COMM_FAILURE);
+static_assert(c_status(StatusCode::IoError) == KOLO_IO_ERROR);
+static_assert(c_status(StatusCode::DeviceError) == KOLO_DEVICE_ERROR);
+static_assert(c_status(StatusCode::Internal) == KOLO_INTERNAL);
+static_assert(c_status(StatusCode::Unsupported) == KOLO_UNSUPPORTED);
 
 thread_local std::string t_last_error;
 std::mutex g_handles_mutex;
 std::unordered_map<kolo_handle, kolo::Handle> g_handles;
 kolo_handle g_next_handle = 1;
 
-int fail(const std::string& message) {
+int fail(StatusCode code, const std::string& message) {
   t_last_error = message;
-  return -1;
+  return c_status(code);
 }
 
-// Runs `body`, turning any exception into -1 and the thread's last error.
+int fail(const kolo::Status& status) { return fail(status.code(), status.message()); }
+
+int unknown_handle(kolo_handle h) {
+  return fail(StatusCode::InvalidArgument, "kolo: unknown handle " + std::to_string(h));
+}
+
+// Runs `body`, turning an exception into its kolo_status and the thread's last error. An
+// exception that is not a kolo::Error (std::bad_alloc, say) counts as Internal.
 template <typename F>
 auto guarded(F&& body) -> decltype(body()) {
   try {
     return body();
+  } catch (const kolo::Error& e) {
+    return fail(e.code(), e.what());
   } catch (const std::exception& e) {
-    return fail(e.what());
+    return fail(StatusCode::Internal, e.what());
   }
 }
 
-kolo::TensorView make_view(const void* data, kolo_dtype dtype, int ndim, const int64_t* shape, int device) {
-  if (ndim < 0 || (ndim > 0 && shape == nullptr))
-    throw kolo::Error(kolo::StatusCode::InvalidArgument, "kolo: ndim must be >= 0 and shape non-null when ndim > 0");
-  if (dtype < KOLO_FLOAT32 || dtype > KOLO_INT64)
-    throw kolo::Error(kolo::StatusCode::InvalidArgument, "kolo: unknown dtype " + std::to_string(int(dtype)));
+const char* checked_name(const char* name) {
+  KOLO_CHECK(name != nullptr, StatusCode::InvalidArgument, "kolo: name is NULL");
+  return name;
+}
+
+// The int a C caller passed as a kolo_dtype or kolo_op. A C enum holds any value of its
+// integer type, but in C++ loading a value outside the enumerators as the enum is
+// undefined: the parameter is taken by reference and read as an int, then checked.
+template <typename CEnum>
+int c_enum_value(const CEnum& value) {
+  static_assert(sizeof(CEnum) == sizeof(int));
+  int raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
+kolo::TensorView make_view(const void* data, const kolo_dtype& c_dtype, int ndim, const int64_t* shape, int device) {
+  KOLO_CHECK(ndim >= 0 && (ndim == 0 || shape != nullptr), StatusCode::InvalidArgument,
+             "kolo: ndim must be >= 0 and shape non-null when ndim > 0");
+  const int dtype = c_enum_value(c_dtype);
+  KOLO_CHECK(dtype >= KOLO_FLOAT32 && dtype <= KOLO_INT64, StatusCode::InvalidArgument,
+             "kolo: unknown dtype " + std::to_string(dtype));
   kolo::TensorView view;
   view.data = const_cast<void*>(data);
   view.dtype = static_cast<kolo::DType>(dtype);
@@ -44,9 +87,10 @@ kolo::TensorView make_view(const void* data, kolo_dtype dtype, int ndim, const i
   return view;
 }
 
-kolo::ReduceOp make_op(kolo_op op) {
-  if (op < KOLO_SUM || op > KOLO_PRODUCT)
-    throw kolo::Error(kolo::StatusCode::InvalidArgument, "kolo: unknown reduction op " + std::to_string(int(op)));
+kolo::ReduceOp make_op(const kolo_op& c_op) {
+  const int op = c_enum_value(c_op);
+  KOLO_CHECK(op >= KOLO_SUM && op <= KOLO_PRODUCT, StatusCode::InvalidArgument,
+             "kolo: unknown reduction op " + std::to_string(op));
   return static_cast<kolo::ReduceOp>(op);
 }
 
@@ -54,7 +98,7 @@ kolo::ReduceOp make_op(kolo_op op) {
 kolo_handle enroll(const kolo::Handle& handle) {
   if (handle.ready()) {
     kolo::Status status = handle.wait();
-    if (!status.ok()) return fail(status.message());
+    if (!status.ok()) return fail(status);
   }
   std::lock_guard<std::mutex> lock(g_handles_mutex);
   const kolo_handle id = g_next_handle++;
@@ -79,6 +123,11 @@ void release(kolo_handle h) {
 
 extern "C" {
 
+const char* kolo_status_name(int status) {
+  if (status > KOLO_OK || status < KOLO_UNSUPPORTED) return "unknown";
+  return kolo::status_code_name(static_cast<StatusCode>(-status));
+}
+
 int kolo_init(void) {
   return guarded([] { kolo::init(); return 0; });
 }
@@ -99,9 +148,8 @@ kolo_handle kolo_allreduce_async(const char* name, const void* input, void* outp
                                  int ndim, const int64_t* shape, kolo_op op, double prescale,
                                  double postscale, int device) {
   return guarded([&]() -> kolo_handle {
-    if (name == nullptr) return fail("kolo: name is NULL");
     kolo::AllreduceOptions options{make_op(op), prescale, postscale};
-    return enroll(kolo::allreduce_async(name, make_view(input, dtype, ndim, shape, device),
+    return enroll(kolo::allreduce_async(checked_name(name), make_view(input, dtype, ndim, shape, device),
                                         make_view(output, dtype, ndim, shape, device), options));
   });
 }
@@ -109,56 +157,52 @@ kolo_handle kolo_allreduce_async(const char* name, const void* input, void* outp
 kolo_handle kolo_broadcast_async(const char* name, void* buffer, kolo_dtype dtype, int ndim,
                                  const int64_t* shape, int root, int device) {
   return guarded([&]() -> kolo_handle {
-    if (name == nullptr) return fail("kolo: name is NULL");
-    return enroll(kolo::broadcast_async(name, make_view(buffer, dtype, ndim, shape, device), root));
+    return enroll(kolo::broadcast_async(checked_name(name), make_view(buffer, dtype, ndim, shape, device), root));
   });
 }
 
 kolo_handle kolo_allgather_async(const char* name, const void* input, kolo_dtype dtype, int ndim,
                                  const int64_t* shape, int device) {
   return guarded([&]() -> kolo_handle {
-    if (name == nullptr) return fail("kolo: name is NULL");
-    return enroll(kolo::allgather_async(name, make_view(input, dtype, ndim, shape, device)));
+    return enroll(kolo::allgather_async(checked_name(name), make_view(input, dtype, ndim, shape, device)));
   });
 }
 
 kolo_handle kolo_alltoall_async(const char* name, const void* input, kolo_dtype dtype, int ndim,
                                 const int64_t* shape, const int64_t* splits, int device) {
   return guarded([&]() -> kolo_handle {
-    if (name == nullptr) return fail("kolo: name is NULL");
     std::vector<int64_t> s;
     if (splits != nullptr) s.assign(splits, splits + kolo::size());
-    return enroll(kolo::alltoall_async(name, make_view(input, dtype, ndim, shape, device), s));
+    return enroll(kolo::alltoall_async(checked_name(name), make_view(input, dtype, ndim, shape, device), s));
   });
 }
 
 kolo_handle kolo_reducescatter_async(const char* name, const void* input, kolo_dtype dtype, int ndim,
                                      const int64_t* shape, kolo_op op, int device) {
   return guarded([&]() -> kolo_handle {
-    if (name == nullptr) return fail("kolo: name is NULL");
-    return enroll(kolo::reducescatter_async(name, make_view(input, dtype, ndim, shape, device), make_op(op)));
+    return enroll(kolo::reducescatter_async(checked_name(name), make_view(input, dtype, ndim, shape, device), make_op(op)));
   });
 }
 
 int kolo_poll(kolo_handle h) {
   kolo::Handle handle;
-  if (!lookup(h, handle)) return fail("kolo: unknown handle " + std::to_string(h));
+  if (!lookup(h, handle)) return unknown_handle(h);
   return handle.ready() ? 1 : 0;
 }
 
 int kolo_wait(kolo_handle h) {
   kolo::Handle handle;
-  if (!lookup(h, handle)) return fail("kolo: unknown handle " + std::to_string(h));
+  if (!lookup(h, handle)) return unknown_handle(h);
   const kolo::Status status = handle.wait();
   release(h);
-  if (!status.ok()) return fail(status.message());
+  if (!status.ok()) return fail(status);
   return 0;
 }
 
 int64_t kolo_output_bytes(kolo_handle h) {
   kolo::Handle handle;
-  if (!lookup(h, handle)) return fail("kolo: unknown handle " + std::to_string(h));
-  if (!handle.ready()) return -1;
+  if (!lookup(h, handle)) return unknown_handle(h);
+  if (!handle.ready()) return KOLO_PENDING;
   const kolo::TensorView result = handle.output();
   if (result.data == nullptr && result.shape.empty()) return 0;  // an operation without a result
   return static_cast<int64_t>(result.num_bytes());
@@ -166,23 +210,25 @@ int64_t kolo_output_bytes(kolo_handle h) {
 
 int kolo_wait_output(kolo_handle h, void* output, int64_t output_bytes, int64_t* first_dim) {
   kolo::Handle handle;
-  if (!lookup(h, handle)) return fail("kolo: unknown handle " + std::to_string(h));
+  if (!lookup(h, handle)) return unknown_handle(h);
   const kolo::Status status = handle.wait();
   release(h);
-  if (!status.ok()) return fail(status.message());
-  const kolo::TensorView result = handle.output();
-  if (result.data == nullptr && result.shape.empty())
-    return fail("kolo: handle " + std::to_string(h) +
-                " has no result to copy (only allgather, alltoall and reducescatter have one)");
-  if (static_cast<int64_t>(result.num_bytes()) > output_bytes)
-    return fail("kolo: result has " + std::to_string(result.num_bytes()) + " bytes but the buffer holds " +
-                std::to_string(output_bytes));
-  if (result.num_bytes() > 0) {
-    if (result.device.is_cpu()) std::memcpy(output, result.data, result.num_bytes());
-    else if (const int rc = guarded([&] { kolo::copy_gpu_result(output, result); return 0; }); rc != 0) return rc;
-  }
-  if (first_dim != nullptr) *first_dim = result.shape.empty() ? 0 : result.shape[0];
-  return 0;
+  if (!status.ok()) return fail(status);
+  return guarded([&] {
+    const kolo::TensorView result = handle.output();
+    KOLO_CHECK(result.data != nullptr || !result.shape.empty(), StatusCode::InvalidArgument,
+               "kolo: handle " + std::to_string(h) +
+                   " has no result to copy (only allgather, alltoall and reducescatter have one)");
+    KOLO_CHECK(static_cast<int64_t>(result.num_bytes()) <= output_bytes, StatusCode::InvalidArgument,
+               "kolo: result has " + std::to_string(result.num_bytes()) + " bytes but the buffer holds " +
+                   std::to_string(output_bytes));
+    if (result.num_bytes() > 0) {
+      if (result.device.is_cpu()) std::memcpy(output, result.data, result.num_bytes());
+      else kolo::copy_gpu_result(output, result);
+    }
+    if (first_dim != nullptr) *first_dim = result.shape.empty() ? 0 : result.shape[0];
+    return static_cast<int>(KOLO_OK);
+  });
 }
 
 int kolo_set_cuda_stream(void* cuda_stream) {
@@ -192,9 +238,9 @@ int kolo_set_cuda_stream(void* cuda_stream) {
 
 int kolo_wait_on_stream(kolo_handle h, void* cuda_stream) {
   kolo::Handle handle;
-  if (!lookup(h, handle)) return fail("kolo: unknown handle " + std::to_string(h));
+  if (!lookup(h, handle)) return unknown_handle(h);
   const kolo::Status status = handle.wait_on_stream(cuda_stream);
-  if (!status.ok()) return fail(status.message());
+  if (!status.ok()) return fail(status);
   return 0;
 }
 
@@ -206,6 +252,7 @@ int kolo_join(void) {
   return guarded([] { kolo::join(); return 0; });
 }
 
-const char* kolo_last_error(void) { return t_last_error.c_str(); }
+const char* kolo_error_message(void) { return t_last_error.c_str(); }
+const char* kolo_last_error(void) { return kolo_error_message(); }
 
 }  // extern "C"

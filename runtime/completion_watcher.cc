@@ -46,11 +46,14 @@ void CompletionWatcher::loop() {
     }
     Status status;
     try {
-      ops::wait_for(*next.done, timeout_, "a collective");
+      ops::wait_for(*next.done, timeout_, "a collective", clock_);
+    } catch (const Error& e) {
+      status = Status(e.code(), e.what());  // DeviceError from the device, CommFailure on time-out
     } catch (const std::exception& e) {
-      status = Status(StatusCode::CommFailure, e.what());
+      status = Status(StatusCode::Internal, std::string("kolo: internal error: ") + e.what());
     }
     for (auto& handle : next.handles) handle->complete(status);
+    if (!status.ok() && on_failure_) on_failure_(status);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       busy_ = false;

@@ -1,19 +1,21 @@
 // Completes the handles of GPU operations once the device has done them. The background
 // thread only enqueues GPU work and moves on; this thread polls each operation's
 // completion event (never synchronising the whole device), in the order the work was
-// enqueued, and fails the handles with CommFailure if an event reports a device error or
-// is not reached within the timeout. It starts with the first GPU operation, so a
-// CPU-only job never has it.
+// enqueued, and fails the handles with DeviceError if an event reports a device error, or
+// CommFailure if it is not reached within the timeout. It starts with the first GPU
+// operation, so a CPU-only job never has it.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "clock.h"
 #include "ops/device.h"
 #include "tensor_queue.h"
 
@@ -21,7 +23,12 @@ namespace kolo {
 
 class CompletionWatcher {
  public:
-  explicit CompletionWatcher(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  // Each operation may take `timeout` on `clock` (which must outlive the watcher). An
+  // operation that fails (its device failed, or it was not done in time) is also reported
+  // to `on_failure`, if given: the stream it ran on is then of no more use (watchdog.h).
+  explicit CompletionWatcher(std::chrono::milliseconds timeout, const Clock& clock = steady_clock(),
+                             std::function<void(const Status&)> on_failure = nullptr)
+      : timeout_(timeout), clock_(clock), on_failure_(std::move(on_failure)) {}
   ~CompletionWatcher();  // completes what is pending (each wait bounded), then stops
   CompletionWatcher(const CompletionWatcher&) = delete;
   CompletionWatcher& operator=(const CompletionWatcher&) = delete;
@@ -39,6 +46,8 @@ class CompletionWatcher {
   void loop();
 
   std::chrono::milliseconds timeout_;
+  const Clock& clock_;
+  std::function<void(const Status&)> on_failure_;
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, drained_cv_;
   std::deque<Pending> queue_;

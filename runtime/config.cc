@@ -25,12 +25,15 @@ std::optional<std::pair<std::string, std::string>> lookup(const EnvLookup& env,
               "kolo: bad value " + variable + "='" + value + "': expected " + expected);
 }
 
-double parse_number(const std::string& variable, const std::string& value, double min,
+// The longest time setting the runtime turns into a clock duration (nanoseconds in 64
+// bits, added to the clock's now): about 31 years, far from overflowing either.
+constexpr double kMaxWaitSeconds = 1e9;
+
+double parse_number(const std::string& variable, const std::string& value, double min, double max,
                     const std::string& expected) {
   char* end = nullptr;
   const double number = std::strtod(value.c_str(), &end);
-  if (value.empty() || end != value.c_str() + value.size() || !(number >= min) ||
-      number > 1e18)
+  if (value.empty() || end != value.c_str() + value.size() || !(number >= min) || !(number <= max))
     reject(variable, value, expected);
   return number;
 }
@@ -92,7 +95,8 @@ Config config_from_environment(const EnvLookup& env) {
     config.fusion_threshold_bytes =
         parse_integer(v->first, v->second, 0, "a byte count >= 0 (0 disables fusion)");
   if (auto v = lookup(env, "CYCLE_TIME"))
-    config.cycle_time_ms = parse_number(v->first, v->second, 0, "milliseconds >= 0, e.g. 1 or 0.5");
+    config.cycle_time_ms = parse_number(v->first, v->second, 0, kMaxWaitSeconds * 1e3,
+                                        "milliseconds from 0 to 1e12, e.g. 1 or 0.5");
   if (auto v = lookup(env, "CACHE_CAPACITY")) {
     const std::string expected = "a tensor count from 0 (no cache) to 1048576";
     const int64_t capacity = parse_integer(v->first, v->second, 0, expected);
@@ -103,12 +107,12 @@ Config config_from_environment(const EnvLookup& env) {
   if (auto v = lookup(env, "TIMELINE_MARK_CYCLES"))
     config.timeline_mark_cycles = parse_bool(v->first, v->second);
   if (auto v = lookup(env, "STALL_CHECK_TIME_SECONDS"))
-    config.stall_check_seconds = parse_number(v->first, v->second, 0, "seconds >= 0");
+    config.stall_check_seconds = parse_number(v->first, v->second, 0, 1e18, "seconds >= 0");
   if (auto v = lookup(env, "STALL_CHECK_DISABLE"))
     config.stall_check_enabled = !parse_bool(v->first, v->second);
   if (auto v = lookup(env, "STALL_SHUTDOWN_TIME_SECONDS"))
     config.stall_shutdown_seconds =
-        parse_number(v->first, v->second, 0, "seconds >= 0 (0: never)");
+        parse_number(v->first, v->second, 0, 1e18, "seconds >= 0 (0: never)");
   if (auto v = lookup(env, "LOG_LEVEL")) {
     try {
       config.log_level = parse_log_level(v->second);
@@ -120,7 +124,14 @@ Config config_from_environment(const EnvLookup& env) {
     config.allreduce_chunk_bytes =
         parse_integer(v->first, v->second, 0, "a byte count >= 0 (0: 256 KiB per rank)");
   if (auto v = lookup(env, "CONTROL_TIMEOUT_SECONDS"))
-    config.control_timeout_seconds = parse_number(v->first, v->second, 1e-3, "seconds > 0");
+    config.control_timeout_seconds =
+        parse_number(v->first, v->second, 1e-3, kMaxWaitSeconds, "seconds from 0.001 to 1e9");
+  if (auto v = lookup(env, "DATA_TIMEOUT_SECONDS"))
+    config.data_timeout_seconds = parse_number(v->first, v->second, 0, kMaxWaitSeconds,
+                                               "seconds from 0 to 1e9 (0: KOLO_CONTROL_TIMEOUT_SECONDS)");
+  if (auto v = lookup(env, "FAILURE_GRACE_SECONDS"))
+    config.failure_grace_seconds =
+        parse_number(v->first, v->second, 0, kMaxWaitSeconds, "seconds from 0 to 1e9");
   if (auto v = lookup(env, "AUTOTUNE")) config.autotune = parse_bool(v->first, v->second);
   if (auto v = lookup(env, "AUTOTUNE_LOG")) config.autotune_log = v->second;
   if (auto v = lookup(env, "GPU_OPERATIONS")) {
@@ -157,6 +168,9 @@ std::string Config::describe() const {
       << "KOLO_LOG_LEVEL = " << log_level_name(log_level) << "\n"
       << "KOLO_ALLREDUCE_CHUNK_BYTES = " << allreduce_chunk_bytes << "\n"
       << "KOLO_CONTROL_TIMEOUT_SECONDS = " << control_timeout_seconds << "\n"
+      << "KOLO_DATA_TIMEOUT_SECONDS = " << data_timeout().count() / 1000.0
+      << (data_timeout_seconds > 0 ? "" : " (the control timeout)") << "\n"
+      << "KOLO_FAILURE_GRACE_SECONDS = " << failure_grace_seconds << "\n"
       << "KOLO_AUTOTUNE = " << (autotune ? 1 : 0) << "\n"
       << "KOLO_GPU_OPERATIONS = " << gpu_operations_setting_name(gpu_operations) << "\n"
       << "KOLO_HIERARCHICAL_ALLREDUCE = " << (hierarchical_allreduce ? 1 : 0) << "\n"

@@ -3,6 +3,8 @@
 // that does not parse is an error naming the variable, never silently ignored.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -29,6 +31,12 @@ struct Config {
   LogLevel log_level = LogLevel::Warning;
   int64_t allreduce_chunk_bytes = 0;                  // 0: 256 KiB per rank
   double control_timeout_seconds = 300.0;
+  // How long a collective of the data path may go without completing a piece before the
+  // job ends (watchdog.h); 0: the control timeout.
+  double data_timeout_seconds = 0.0;
+  // After a failure that ends the job, how long the program has to see the error and end
+  // before kolo ends the job (watchdog.h).
+  double failure_grace_seconds = 5.0;
   bool autotune = false;
   std::string autotune_log;
   GpuOperationsSetting gpu_operations = GpuOperationsSetting::Auto;
@@ -41,6 +49,20 @@ struct Config {
   bool test_host_gpu = false;
 
   std::string describe() const;  // one "KOLO_X = value" line per setting
+  std::chrono::milliseconds control_timeout() const { return milliseconds(control_timeout_seconds); }
+  std::chrono::milliseconds data_timeout() const {
+    return data_timeout_seconds > 0 ? milliseconds(data_timeout_seconds) : control_timeout();
+  }
+  std::chrono::milliseconds failure_grace() const { return milliseconds(failure_grace_seconds); }
+
+  // Seconds as a duration; beyond a million years is as good as never.
+  static std::chrono::milliseconds milliseconds(double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(std::min(seconds, 3e13) * 1000.0));
+  }
+  std::chrono::nanoseconds cycle_time() const {
+    const std::chrono::duration<double, std::milli> time(cycle_time_ms);
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(time);
+  }
 };
 
 // Looks up an environment variable; injectable for tests.

@@ -83,7 +83,7 @@ Response error_response(const std::string& name, OpType type, StatusCode code,
 const Request& Coordinator::submitted_request(const Pending& p) {
   for (const auto& request : p.by_rank)
     if (request) return *request;
-  throw std::logic_error("kolo: pending tensor without a request");
+  throw Error(StatusCode::Internal, "kolo: pending tensor without a request");
 }
 
 Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}

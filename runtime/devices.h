@@ -1,7 +1,7 @@
-// The backend and DeviceOps for each kind of memory. The host path (MPI, or the
-// hierarchical collectives over MPI) is built at init(); the GPU path is built by the first
-// GPU operation the ranks run. Every rank runs the same responses in the same order, so
-// they all reach it together, which NCCL's collective set-up needs.
+// The backend and DeviceOps for each kind of memory. The transport builds the backends: the
+// host path at init(), the GPU path at the first GPU operation the ranks run. Every rank
+// runs the same responses in the same order, so they all reach it together, which NCCL's
+// collective set-up needs.
 #pragma once
 
 #include <atomic>
@@ -12,12 +12,14 @@
 #include "config.h"
 #include "kolo/kolo.h"
 #include "ops/gpu_path.h"
-#include "ops/mpi_backend.h"
+#include "transport.h"
 
 namespace kolo {
 
-// The GPU path could not be set up (no device, NCCL failed, ...). Every rank throws it at
-// the same response, so the runtime fails that response's handles and carries on.
+// The GPU path could not be set up (no device, NCCL failed, ...), with the code of what
+// failed (DeviceError, Unsupported, ...; never CommFailure: then the ranks can no longer
+// agree, and the error stops the runtime). Every rank throws it at the same response, so
+// the runtime fails that response's handles and carries on.
 class GpuSetupError : public Error {
  public:
   using Error::Error;
@@ -25,7 +27,9 @@ class GpuSetupError : public Error {
 
 class Devices {
  public:
-  Devices(const ops::MpiContext& context, const Config& config);
+  // `transport` must outlive this.
+  // `progress` counts the data collectives' completed pieces (DataOptions::progress).
+  Devices(Transport& transport, const Config& config, std::atomic<uint64_t>* progress = nullptr);
   ~Devices();
 
   struct Path {
@@ -38,8 +42,9 @@ class Devices {
   Path path(const Device& device);
 
   // ---- the caller's side (any thread) ----
-  // "" if a GPU view can be used, else why not (without the tensor's name).
-  std::string check(const TensorView& view);
+  // OK if a GPU view can be used, else why not (without the tensor's name): InvalidArgument
+  // for a tensor this machine cannot use, Unsupported in a build without GPU support.
+  Status check(const TensorView& view);
   // Records the tensor's readiness on the calling thread's stream.
   std::shared_ptr<ops::Event> record_ready(const Device& device);
   bool gpu_available() const { return parts_ != nullptr; }
@@ -50,14 +55,14 @@ class Devices {
   std::string describe_gpu() const;
 
  private:
-  const ops::MpiContext& context_;
-  ops::MpiOptions mpi_;
-  ops::GpuPathOptions gpu_options_;
+  Transport& transport_;
+  DataOptions data_;
+  ops::GpuOperations gpu_operations_ = ops::GpuOperations::Nccl;
   std::unique_ptr<ops::DeviceOps> host_ops_;
   std::unique_ptr<ops::Backend> host_backend_;
   std::unique_ptr<ops::GpuParts> parts_;
   std::unique_ptr<ops::GpuPath> gpu_;
-  std::optional<std::string> gpu_failure_;  // set once, on every rank alike
+  std::optional<Status> gpu_failure_;  // the set-up's failure: set once, on every rank
   std::atomic<int> process_device_{-1};     // the one GPU this process uses
   std::optional<int64_t> chunk_bytes_;
 };
@@ -65,8 +70,8 @@ class Devices {
 // The running runtime's Devices::copy_result (api.cc), for the C API.
 void copy_gpu_result(void* dst, const TensorView& result);
 
-// Resolves KOLO_GPU_OPERATIONS against what the build has; throws kolo::Error naming the
-// variable when NCCL is asked for and missing.
+// Resolves KOLO_GPU_OPERATIONS against what the build has; throws kolo::Error
+// (Unsupported) naming the variable when NCCL is asked for and missing.
 ops::GpuOperations resolve_gpu_operations(GpuOperationsSetting setting, bool nccl_built);
 
 }  // namespace kolo

@@ -33,8 +33,8 @@ DType wire_dtype(DType dtype, Compression compression) {
   }
 }
 
-Executor::Executor(Devices& devices, int rank, int size, Timeline& timeline)
-    : devices_(devices), rank_(rank), size_(size), timeline_(timeline) {}
+Executor::Executor(Devices& devices, int rank, int size, Timeline& timeline, const Clock& clock)
+    : devices_(devices), rank_(rank), size_(size), timeline_(timeline), clock_(clock) {}
 
 double Executor::final_scale(const Response& r) const {
   return r.postscale * (r.op == ReduceOp::Average ? 1.0 / size_ : 1.0);
@@ -43,7 +43,7 @@ double Executor::final_scale(const Response& r) const {
 void Executor::mark(const char* phase, const std::vector<TensorEntry*>& entries,
                     const Response& r) {
   if (!timeline_.enabled()) return;
-  const auto now = Clock::now();
+  const auto now = clock_.now();
   const std::string group = r.names.size() > 1
                                 ? "\"fused_group\":" + std::to_string(next_group_id_) +
                                       ",\"fused_tensors\":" + std::to_string(r.names.size()) + ","
@@ -82,7 +82,7 @@ std::shared_ptr<ops::Event> Executor::run(const Response& r, const std::vector<T
       timeline_.phase(r.names[i], "NEGOTIATE", e->enqueued, e->reported);
       timeline_.phase(r.names[i], "WAIT_FOR_OTHERS", e->reported, decided);
     }
-    phase_start_ = Clock::now();
+    phase_start_ = clock_.now();
   }
   if (r.type == OpType::Barrier) {
     devices_.host().backend.barrier();
@@ -115,12 +115,13 @@ void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& ent
     allreduce_one(r, entries[0], path);
     return;
   }
-  const auto start = Clock::now();
+  const Clock::time_point start = timeline_.enabled() ? clock_.now() : Clock::time_point();
   allreduce_fused(r, entries, path);
   int64_t bytes = 0;
   for (int64_t n : r.element_counts) bytes += n * int64_t(dtype_size(r.dtype));
   fused_bytes_total_ += bytes;
-  timeline_.fused_group(next_group_id_++, r.names, bytes, start, Clock::now());
+  if (timeline_.enabled()) timeline_.fused_group(next_group_id_, r.names, bytes, start, clock_.now());
+  ++next_group_id_;
 }
 
 // A tensor on its own runs on the caller's memory: no fusion-buffer copies.

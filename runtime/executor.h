@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "clock.h"
 #include "devices.h"
 #include "message.h"
 #include "ops/device.h"
@@ -27,9 +28,8 @@ DType wire_dtype(DType dtype, Compression compression);
 
 class Executor {
  public:
-  using Clock = std::chrono::steady_clock;
-
-  Executor(Devices& devices, int rank, int size, Timeline& timeline);
+  // The timeline's times are read from `clock`.
+  Executor(Devices& devices, int rank, int size, Timeline& timeline, const Clock& clock);
 
   // `entries[i]` is this rank's entry for response.names[i], or nullptr where this rank
   // has joined (it then contributes zeros to an allreduce). Returns nullptr when the work
@@ -57,6 +57,7 @@ class Executor {
   Devices& devices_;
   int rank_, size_;
   Timeline& timeline_;
+  const Clock& clock_;
   std::array<ops::GrowingBuffer, 2> fusion_buffers_;  // by Device::Kind
   std::vector<ops::CopyPiece> pieces_;
   int64_t fused_bytes_total_ = 0;

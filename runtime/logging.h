@@ -1,6 +1,7 @@
 // Minimal leveled logging to stderr, prefixed with the rank: "[kolo 1] WARNING: ...".
 #pragma once
 
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -10,8 +11,16 @@ namespace kolo {
 
 void set_log_level(LogLevel level);
 void set_log_rank(int rank);
+// The rank named by lines logged from the calling thread, in place of set_log_rank()'s (the
+// runtime's background thread; each thread of an in-process job).
+void set_thread_log_rank(int rank);
 bool log_enabled(LogLevel level);
 void log_message(LogLevel level, const std::string& message);
+
+// Where lines go instead of stderr (tests read kolo's warnings this way); an empty function
+// sends them to stderr again. `line` is the whole line, "[kolo 1] WARNING: ...".
+using LogSink = std::function<void(LogLevel level, const std::string& line)>;
+void set_log_sink(LogSink sink);
 
 }  // namespace kolo
 

@@ -37,14 +37,26 @@ class Writer {
   std::string bytes_;
 };
 
+// Everything a Reader takes is checked against the bytes that remain before anything is
+// allocated or copied: a damaged message (every count here is 32 bits: up to 4 billion
+// entries) must not make a rank allocate gigabytes before it finds the bytes missing.
 class Reader {
  public:
-  explicit Reader(const std::string& bytes) : bytes_(bytes) {}
+  Reader(const std::string& bytes, const char* what) : bytes_(bytes), what_(what) {}
   template <typename T>
-  void get(T& value) requires std::is_trivially_copyable_v<T> {
+  void get(T& value) requires std::is_trivially_copyable_v<T> && (!std::is_enum_v<T>) {
     need(sizeof value);
     std::memcpy(&value, bytes_.data() + pos_, sizeof value);
     pos_ += sizeof value;
+  }
+  // An enum: only values this build names; anything else is a damaged byte.
+  template <typename E>
+  void get(E& value, const char* field) requires std::is_enum_v<E> {
+    std::underlying_type_t<E> raw{};
+    get(raw);
+    value = static_cast<E>(raw);
+    if (!known(value))
+      damaged(std::string(field) + " " + std::to_string(static_cast<int64_t>(raw)) + " is not one this build knows");
   }
   void get(std::string& s) {
     uint32_t n = 0;
@@ -54,30 +66,58 @@ class Reader {
     pos_ += n;
   }
   template <typename T>
-  void get(std::vector<T>& v) {
-    uint32_t n = 0;
-    get(n);
-    v.resize(n);
+  void get(std::vector<T>& v, const char* what) {
+    v.resize(count(what, min_bytes<T>()));
     for (T& x : v) get(x);
   }
   void get(Shape& shape) {
     std::vector<int64_t> dims;
-    get(dims);
+    get(dims, "shape dimensions");
     shape.assign(dims);
   }
   void get(Device& d) {
-    int32_t kind = 0;
-    get(kind);
+    get(d.kind, "device kind");
     get(d.index);
-    d.kind = static_cast<Device::Kind>(kind);
+  }
+  // A count of entries of at least min_bytes each, bounded by what is left.
+  std::size_t count(const char* what, std::size_t min_bytes) {
+    uint32_t n = 0;
+    get(n);
+    if (n > remaining() / min_bytes)
+      damaged("claims " + std::to_string(n) + " " + what + " of at least " + std::to_string(min_bytes) +
+              " bytes each with " + std::to_string(remaining()) + " bytes left");
+    return n;
+  }
+  void expect_end() const {
+    if (remaining() != 0) damaged(std::to_string(remaining()) + " bytes left over after the end");
+  }
+  [[noreturn]] void damaged(const std::string& why) const {
+    throw Error(StatusCode::CommFailure, "kolo: damaged negotiation message (" + std::string(what_) + " of " +
+                                             std::to_string(bytes_.size()) + " bytes): " + why);
   }
 
  private:
+  template <typename T>
+  static constexpr std::size_t min_bytes() {
+    if constexpr (std::is_same_v<T, std::string>) return sizeof(uint32_t);  // the length alone
+    else return sizeof(T);
+  }
+  static bool known(OpType t) { return std::strcmp(op_type_name(t), "unknown") != 0; }
+  static bool known(DType d) { return std::strcmp(dtype_name(d), "unknown") != 0; }
+  static bool known(ReduceOp o) { return std::strcmp(op_name(o), "unknown") != 0; }
+  static bool known(Compression c) { return std::strcmp(compression_name(c), "unknown") != 0; }
+  static bool known(StatusCode c) { return std::strcmp(status_code_name(c), "unknown") != 0; }
+  static bool known(Device::Kind k) { return k == Device::Kind::CPU || k == Device::Kind::CUDA; }
+  static bool known(Response::Kind k) { return k == Response::Kind::Run || k == Response::Kind::Error; }
+
+  std::size_t remaining() const { return bytes_.size() - pos_; }
   void need(std::size_t n) const {
-    if (pos_ + n > bytes_.size())
-      throw Error(StatusCode::CommFailure, "kolo: truncated negotiation message");
+    if (n > remaining())
+      damaged("truncated: " + std::to_string(n) + " bytes needed at byte " + std::to_string(pos_) + ", " +
+              std::to_string(remaining()) + " left");
   }
   const std::string& bytes_;
+  const char* what_;
   std::size_t pos_ = 0;
 };
 
@@ -98,13 +138,13 @@ void put_request(Writer& w, const Request& r) {
 
 void get_request(Reader& rd, Request& r) {
   rd.get(r.name);
-  rd.get(r.type);
-  rd.get(r.dtype);
-  rd.get(r.op);
+  rd.get(r.type, "operation type");
+  rd.get(r.dtype, "dtype");
+  rd.get(r.op, "reduce op");
   rd.get(r.root);
   rd.get(r.prescale);
   rd.get(r.postscale);
-  rd.get(r.compression);
+  rd.get(r.compression, "compression");
   rd.get(r.device);
   rd.get(r.shape);
   rd.get(r.group);
@@ -129,20 +169,39 @@ void put_response(Writer& w, const Response& r) {
 }
 
 void get_response(Reader& rd, Response& r) {
-  rd.get(r.kind);
-  rd.get(r.type);
-  rd.get(r.names);
-  rd.get(r.element_counts);
-  rd.get(r.dtype);
-  rd.get(r.op);
+  rd.get(r.kind, "response kind");
+  rd.get(r.type, "operation type");
+  rd.get(r.names, "tensor names");
+  rd.get(r.element_counts, "element counts");
+  rd.get(r.dtype, "dtype");
+  rd.get(r.op, "reduce op");
   rd.get(r.root);
   rd.get(r.prescale);
   rd.get(r.postscale);
-  rd.get(r.compression);
+  rd.get(r.compression, "compression");
   rd.get(r.device);
-  rd.get(r.rank_first_dims);
-  rd.get(r.error_code);
+  rd.get(r.rank_first_dims, "first dimensions");
+  rd.get(r.error_code, "status code");
   rd.get(r.error_message);
+  // What every rank indexes by tensor when it runs a response.
+  if (r.names.empty()) rd.damaged("a response names no tensor");
+  if (r.kind == Response::Kind::Run && r.element_counts.size() != r.names.size())
+    rd.damaged("a response to run names " + std::to_string(r.names.size()) + " tensors but gives " +
+               std::to_string(r.element_counts.size()) + " element counts");
+  for (const std::vector<int64_t>* sizes : {&r.element_counts, &r.rank_first_dims})
+    for (int64_t n : *sizes)
+      if (n < 0) rd.damaged("a response gives a negative size, " + std::to_string(n));
+}
+
+// The fewest bytes a request or response can take: every string and vector empty.
+template <typename T>
+std::size_t min_encoded_bytes(void (*put)(Writer&, const T&)) {
+  static const std::size_t bytes = [put] {
+    Writer w;
+    put(w, T{});
+    return w.take().size();
+  }();
+  return bytes;
 }
 
 }  // namespace
@@ -211,16 +270,16 @@ std::string serialize(const RequestList& list) {
 }
 
 RequestList parse_request_list(const std::string& bytes) {
-  Reader rd(bytes);
+  Reader rd(bytes, "request list");
   RequestList list;
-  uint32_t n = 0;
-  rd.get(n);
-  list.requests.resize(n);
+  list.requests.resize(rd.count("requests", min_encoded_bytes(put_request)));
   for (Request& r : list.requests) get_request(rd, r);
-  rd.get(list.invalidate_slots);
+  rd.get(list.invalidate_slots, "invalidated slots");
   uint8_t joined = 0;
   rd.get(joined);
+  if (joined > 1) rd.damaged("joined flag " + std::to_string(joined) + " is neither 0 nor 1");
   list.joined = joined != 0;
+  rd.expect_end();
   return list;
 }
 
@@ -233,13 +292,12 @@ std::string serialize(const ResponseList& list) {
 }
 
 ResponseList parse_response_list(const std::string& bytes) {
-  Reader rd(bytes);
+  Reader rd(bytes, "response list");
   ResponseList list;
-  rd.get(list.invalidate_slots);
-  uint32_t n = 0;
-  rd.get(n);
-  list.responses.resize(n);
+  rd.get(list.invalidate_slots, "invalidated slots");
+  list.responses.resize(rd.count("responses", min_encoded_bytes(put_response)));
   for (Response& r : list.responses) get_response(rd, r);
+  rd.expect_end();
   return list;
 }
 

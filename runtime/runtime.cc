@@ -5,6 +5,7 @@
 
 #include "gpu_state.h"
 #include "logging.h"
+#include "settings_record.h"
 #include "settings_report.h"
 
 namespace kolo {
@@ -18,101 +19,77 @@ constexpr uint64_t kJoined = 1u << 2;
 // vector to the named path, where the coordinator can tell which ranks are missing.
 constexpr std::chrono::seconds kPartialSlotTimeout{1};
 
-// Settings that change what ranks send must be equal everywhere: rank 0's win.
-void agree_on_settings(Config& config, MPI_Comm comm) {
-  int64_t values[8] = {config.fusion_threshold_bytes, config.cache_capacity,
-                       config.allreduce_chunk_bytes, config.autotune ? 1 : 0,
-                       static_cast<int64_t>(config.gpu_operations), config.hierarchical_allreduce ? 1 : 0,
-                       config.test_host_gpu ? 1 : 0, config.hierarchical_allgather ? 1 : 0};
-  ops::check_mpi(MPI_Bcast(values, 8, MPI_INT64_T, 0, comm), "MPI_Bcast (settings)");
-  config.fusion_threshold_bytes = values[0];
-  config.cache_capacity = static_cast<int>(values[1]);
-  config.allreduce_chunk_bytes = values[2];
-  config.autotune = values[3] != 0;
-  config.gpu_operations = static_cast<GpuOperationsSetting>(values[4]);
-  config.hierarchical_allreduce = values[5] != 0;
-  config.test_host_gpu = values[6] != 0;
-  config.hierarchical_allgather = values[7] != 0;
-}
-
-// Rank 0 opens the timeline; if it cannot, every rank fails init() with its reason
-// (instead of the others waiting for a rank 0 that never starts).
-void open_timeline(Timeline& timeline, const Config& config, MPI_Comm comm, int rank) {
+// Rank 0 opens the timeline; if it cannot, every rank fails init() with its code and
+// reason (instead of the others waiting for a rank 0 that never starts). The broadcast
+// carries the code as the message's first byte.
+void open_timeline(Timeline& timeline, const Config& config, ops::ControlChannel& control, const Clock& clock) {
   std::string error;
-  if (rank == 0 && !config.timeline_path.empty()) {
+  if (control.rank() == 0 && !config.timeline_path.empty()) {
     try {
-      timeline.open(config.timeline_path, rank);
+      timeline.open(config.timeline_path, 0, clock.now());
     } catch (const Error& e) {
-      error = e.what();
+      error = static_cast<char>(e.code()) + std::string(e.what());
     }
   }
-  int length = static_cast<int>(error.size());
-  ops::check_mpi(MPI_Bcast(&length, 1, MPI_INT, 0, comm), "MPI_Bcast (timeline)");
-  error.resize(static_cast<std::size_t>(length));
-  ops::check_mpi(MPI_Bcast(error.data(), length, MPI_CHAR, 0, comm), "MPI_Bcast (timeline)");
-  if (!error.empty()) throw Error(StatusCode::InvalidArgument, error);
+  control.broadcast(error, 0);
+  if (!error.empty()) throw Error(static_cast<StatusCode>(error[0]), error.substr(1));
 }
 
 bool cacheable(OpType type) { return type != OpType::Allgather; }
 
 }  // namespace
 
-Runtime::Runtime(MPI_Comm comm, Config config, bool owns_mpi)
-    : context_(std::make_unique<ops::MpiContext>(comm, ops::TopologyOptions{config.test_local_size})),
-      config_(std::move(config)),
-      owns_mpi_(owns_mpi), cache_(0) {
+Runtime::Runtime(std::unique_ptr<Transport> transport, Config config, const Clock& clock)
+    : transport_(std::move(transport)), control_(transport_->control()), clock_(clock),
+      config_(std::move(config)), queue_(clock), cache_(0) {
   const Config own = config_;
-  agree_on_settings(config_, context_->comm());
-  // Collective, so before the background thread starts to use the communicator.
-  report_ignored_settings(own, config_, context_->comm());
+  agree_on_settings(config_, control_);
+  // Collective, so before the background thread starts to use the transport.
+  report_ignored_settings(own, config_, control_);
   cache_ = ResponseCache(config_.cache_capacity);
   bit_entries_.resize(static_cast<std::size_t>(config_.cache_capacity));
   waiting_bits_.assign((static_cast<std::size_t>(config_.cache_capacity) + 63) / 64, 0);
-  ops::MpiOptions options;
-  options.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
-  options.control_timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(config_.control_timeout_seconds * 1000.0));
-  devices_ = std::make_unique<Devices>(*context_, config_);
-  control_ = ops::make_mpi_control_channel(*context_, options);
-  open_timeline(timeline_, config_, context_->comm(), context_->rank());
-  executor_ = std::make_unique<Executor>(*devices_, context_->rank(), context_->size(), timeline_);
-  completions_ = std::make_unique<CompletionWatcher>(options.control_timeout);
+  const int rank = transport_->rank(), size = transport_->size();
+  watchdog_ = std::make_unique<Watchdog>(
+      *transport_, WatchdogSettings{config_.data_timeout(), config_.failure_grace()}, clock_);
+  devices_ = std::make_unique<Devices>(*transport_, config_, watchdog_->progress());
+  open_timeline(timeline_, config_, control_, clock_);
+  executor_ = std::make_unique<Executor>(*devices_, rank, size, timeline_, clock_);
+  completions_ = std::make_unique<CompletionWatcher>(config_.control_timeout(), clock_,
+                                                     [this](const Status& s) { watchdog_->failed(s); });
   fusion_.threshold_bytes = config_.fusion_threshold_bytes;
-  fusion_.unfused_min_bytes = config_.allreduce_chunk_bytes > 0
-                                  ? config_.allreduce_chunk_bytes
-                                  : int64_t{256} * 1024 * context_->size();
-  if (context_->rank() == 0) coordinator_ = std::make_unique<Coordinator>(context_->size());
+  fusion_.unfused_min_bytes = config_.allreduce_chunk_bytes > 0 ? config_.allreduce_chunk_bytes
+                                                                : int64_t{256} * 1024 * size;
+  if (rank == 0) coordinator_ = std::make_unique<Coordinator>(size);
   if (config_.autotune)
-    autotuner_ = std::make_unique<Autotuner>(Autotuner::default_candidates(context_->size()),
-                                             int64_t{128} << 20);
-  last_stall_check_ = Clock::now();
+    autotuner_ = std::make_unique<Autotuner>(Autotuner::default_candidates(size), int64_t{128} << 20);
+  last_stall_check_ = clock_.now();
   thread_ = std::thread(&Runtime::loop, this);
 }
 
 Runtime::~Runtime() {
   shutdown();
-  // After a communication failure an operation may still be pending on the communicator
-  // (MPI cannot cancel a collective): freeing the communicator, or the control channel
-  // that owns the operation's buffers, would let MPI progress it on freed memory (in
-  // MPI_Finalize, or when a stalled peer wakes up). Leave both alive.
-  if (communication_failed_) {
-    (void)control_.release();
-    (void)devices_.release();  // NCCL communicators too: never destroyed under a pending collective
-    (void)context_.release();
+  // After a communication failure an operation may still be pending in the transport,
+  // which may be unable to cancel it (transport.h): freeing the transport (its
+  // communicator, the control channel that owns the operation's buffers) or the backends
+  // it made would let the operation progress on freed memory. Leave them alive.
+  if (communication_failed_ && transport_->pending_after_failure()) {
+    (void)devices_.release();
+    (void)transport_.release();
   }
 }
 
 // `enqueued` is only for the timeline: a clock read per tensor is a cost worth skipping.
 Status Runtime::submit(std::vector<EntryPtr> entries) {
   if (timeline_.enabled()) {
-    const auto now = Clock::now();
+    const auto now = clock_.now();
     for (EntryPtr& e : entries) e->enqueued = now;
   }
   return queue_.push(std::move(entries));
 }
 
 Status Runtime::submit(EntryPtr entry) {
-  if (timeline_.enabled()) entry->enqueued = Clock::now();
+  if (timeline_.enabled()) entry->enqueued = clock_.now();
   return queue_.push(std::move(entry));
 }
 
@@ -136,25 +113,37 @@ void Runtime::shutdown() {
 
 void Runtime::loop() {
   Status exit_status(StatusCode::Aborted, "kolo is shut down");
+  set_thread_log_rank(transport_->rank());
   try {
-    const auto cycle_time = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
+    const auto cycle_time = std::chrono::duration_cast<Clock::duration>(config_.cycle_time());
     for (;;) {
-      const auto start = Clock::now();
+      const auto start = clock_.now();
       if (config_.timeline_mark_cycles) timeline_.cycle_start(start);
       if (!cycle()) break;
       // With work of its own still waiting, a rank goes straight into the next cycle: the
       // cycle's allreduce paces it to the other ranks. Idle, it sleeps a cycle time.
-      if (!has_pending()) queue_.wait_for_work(start + cycle_time - Clock::now());
+      if (!has_pending()) queue_.wait_for_work(start + cycle_time);
     }
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what());
-    communication_failed_ = e.code() == StatusCode::CommFailure;
+    // A device error counts as a communication failure too (the cautious choice): it
+    // stops the loop from inside a collective, where the GPU path's NCCL communicators may
+    // still hold that collective's work on a device that has just failed, with other
+    // ranks inside it; freeing them, or the device buffers, may then block or fail on a
+    // broken CUDA context. Leaving them alive costs only memory until the process ends.
+    communication_failed_ = e.code() == StatusCode::CommFailure || e.code() == StatusCode::DeviceError;
     KOLO_LOG(Error) << e.what();
   } catch (const std::exception& e) {
-    exit_status = Status(StatusCode::CommFailure, std::string("kolo: internal error: ") + e.what());
+    // Not a kolo::Error: nothing is known about what was under way.
+    exit_status = Status(StatusCode::Internal, std::string("kolo: internal error: ") + e.what());
     communication_failed_ = true;
     KOLO_LOG(Error) << exit_status.message();
   }
+  // The loop stopped for any reason but a shutdown every rank agreed on: the other ranks
+  // cannot go on with this one, so the job ends. The watchdog hears of it before the
+  // handles fail: a program that sees the error and exits at once must find the runtime
+  // failed (its exit then ends the job), not still running.
+  if (exit_status.code() != StatusCode::Aborted) watchdog_->failed(exit_status);
   fail_everything(exit_status);
 }
 
@@ -205,7 +194,7 @@ void Runtime::finish(const std::vector<TensorEntry*>& entries, const Status& sta
 }
 
 void Runtime::accept(std::vector<EntryPtr>& entries) {
-  const auto now = Clock::now();
+  const auto now = clock_.now();
   std::size_t i = 0;
   while (i < entries.size()) {
     // The members of a group arrive together (they were pushed in one call).
@@ -312,8 +301,8 @@ bool Runtime::cycle() {
         words[2 + slot / 64] |= uint64_t{1} << (slot % 64);
   }
 
-  control_->allreduce_and(words);
-  const auto decided = Clock::now();
+  control_.allreduce_and(words);
+  const auto decided = clock_.now();
   const uint64_t flags_all = words[0];
   const uint64_t flags_any = ~words[n];
   if (autotuner_) apply_setting(words[1]);
@@ -334,7 +323,7 @@ bool Runtime::cycle() {
   if (flags_any & kNeedSlowPath) {
     std::vector<uint32_t> invalidations;
     std::vector<Response> responses = slow_path(invalidations);
-    const auto now = Clock::now();
+    const auto now = clock_.now();
     for (uint32_t slot : invalidations) invalidate(slot);
     // Record before running: running completes (and forgets) the local entries.
     for (const Response& r : responses) {
@@ -408,7 +397,7 @@ const std::vector<Response>& Runtime::cached_plan(const std::vector<uint64_t>& r
 
 std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
   RequestList mine;
-  const auto now = Clock::now();
+  const auto now = clock_.now();
   for (const std::string& name : to_send_) {
     TensorEntry& e = *in_flight_.at(name);
     e.reported = now;
@@ -423,7 +412,7 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
   to_send_.clear();
   invalidations_to_send_.clear();
 
-  std::vector<std::string> gathered = control_->gather(serialize(mine), 0);
+  std::vector<std::string> gathered = control_.gather(serialize(mine), 0);
   std::string answer;
   if (coordinator_) {
     ResponseList list;
@@ -441,7 +430,7 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
     stalled_failures_.clear();
     answer = serialize(list);
   }
-  control_->broadcast(answer, 0);
+  control_.broadcast(answer, 0);
   ResponseList list = parse_response_list(answer);
   invalidations = std::move(list.invalidate_slots);
   return std::move(list.responses);
@@ -455,21 +444,25 @@ void Runtime::run(const std::vector<Response>& responses,
     std::shared_ptr<ops::Event> done;  // GPU work still running on the device
     if (r.kind == Response::Kind::Error) {
       status = Status(r.error_code, r.error_message);
+      // A stall shutdown: some rank never submitted, and may never call anything again.
+      if (r.error_code == StatusCode::Stalled) watchdog_->failed(status);
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {
       continue;  // cannot happen: the coordinator only releases these when every rank has them
     } else {
       // A backend failure leaves the communicator in an unknown state: it propagates, the
       // loop stops and every pending handle fails (see loop()). A GPU path that cannot be
       // set up fails alike on every rank: only these tensors fail.
-      const auto start = Clock::now();
+      const bool timed = autotuner_ && r.type == OpType::Allreduce;
+      const Clock::time_point start = timed ? clock_.now() : Clock::time_point();
       try {
+        const Watchdog::DataCall call = watchdog_->data_call(r, entries[i]);
         done = executor_->run(r, entries[i], decided);
       } catch (const GpuSetupError& e) {
         status = Status(e.code(), e.what());
       }
-      if (r.type == OpType::Allreduce) {
+      if (timed) {
         cycle_allreduce_bytes_ += response_bytes(r);
-        cycle_allreduce_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+        cycle_allreduce_seconds_ += std::chrono::duration<double>(clock_.now() - start).count();
       }
     }
     if (done) {
@@ -523,7 +516,7 @@ void Runtime::autotune_step() {
 }
 
 void Runtime::watch_partial_slots(const std::vector<uint64_t>& partial_bits) {
-  const auto now = Clock::now();
+  const auto now = clock_.now();
   for (auto it = partial_since_.begin(); it != partial_since_.end();) {
     const uint32_t slot = it->first;
     if (!(partial_bits[slot / 64] >> (slot % 64) & 1)) it = partial_since_.erase(it);

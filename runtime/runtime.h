@@ -1,6 +1,7 @@
-// One rank's runtime: the MPI context, the backend, the queue, and the background thread
-// that runs negotiation cycles. The public functions in api.cc forward to the single
-// instance created by kolo::init().
+// One rank's runtime: its transport (transport.h), the backends, the queue, and the
+// background thread that runs negotiation cycles. The public functions in api.cc forward
+// to the instance created by kolo::init(), or to the one a thread is bound to (ranks as
+// threads of one process, bind_thread_to()).
 //
 // A cycle, on every rank in lockstep:
 //   1. take newly submitted entries; a name whose parameters match its response-cache
@@ -22,26 +23,29 @@
 #include <unordered_map>
 
 #include "autotuner.h"
+#include "clock.h"
 #include "completion_watcher.h"
 #include "config.h"
 #include "coordinator.h"
 #include "devices.h"
 #include "executor.h"
 #include "fusion.h"
-#include "ops/mpi_backend.h"
 #include "response_cache.h"
 #include "tensor_queue.h"
 #include "timeline.h"
+#include "transport.h"
+#include "watchdog.h"
 
 namespace kolo {
 
 class Runtime {
  public:
-  // `owns_mpi`: kolo initialised MPI and finalises it at shutdown.
-  Runtime(MPI_Comm comm, Config config, bool owns_mpi);
+  // Collective over `transport`: agrees on the shared settings (rank 0's), then starts the
+  // background thread. Every time it reads comes from `clock`, which must outlive it.
+  Runtime(std::unique_ptr<Transport> transport, Config config, const Clock& clock);
   ~Runtime();
 
-  const ops::MpiContext& context() const { return *context_; }
+  const Transport& transport() const { return *transport_; }
   const Config& config() const { return config_; }
   Devices& devices() { return *devices_; }
 
@@ -51,11 +55,14 @@ class Runtime {
   void caller_waits() { queue_.caller_waits(); }
   std::shared_ptr<detail::HandleState> join();
   void shutdown();
-  bool owns_mpi() const { return owns_mpi_; }
+
+  // Whether this runtime has failed in a way that ends the job (watchdog.h), and, after
+  // such a failure, the end of the job now (over MPI it does not return): the exit paths
+  // of a program that saw the error must not wait for ranks that no longer answer.
+  bool failed() const { return watchdog_->has_failed(); }
+  void end_job_after_failure() { watchdog_->end_now(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
-
   void loop();
   // Returns false once the ranks have agreed to stop.
   bool cycle();
@@ -80,11 +87,12 @@ class Runtime {
   void apply_setting(uint64_t index);
   void autotune_step();
 
-  std::unique_ptr<ops::MpiContext> context_;
+  std::unique_ptr<Transport> transport_;
+  ops::ControlChannel& control_;  // the transport's
+  const Clock& clock_;
   Config config_;
-  bool owns_mpi_;
+  std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<Devices> devices_;
-  std::unique_ptr<ops::ControlChannel> control_;
   Timeline timeline_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<CompletionWatcher> completions_;  // GPU operations' handles
@@ -128,5 +136,11 @@ class Runtime {
   double cycle_allreduce_seconds_ = 0;
   bool joined_reported_ = false;  // the coordinator knows this rank has joined
 };
+
+// Makes the public API (api.cc) on the calling thread use `runtime` instead of the one
+// kolo::init() made, until called again (nullptr: init()'s again). Each thread of a job
+// whose ranks are threads of one process (inprocess_transport.h) is bound to its rank's
+// runtime.
+void bind_thread_to(Runtime* runtime);
 
 }  // namespace kolo

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
-#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "kolo/check.h"
 
 namespace kolo {
 
@@ -40,7 +42,8 @@ class Shape {
   const int64_t* end() const { return data() + size_; }
   int64_t operator[](std::size_t i) const { return data()[i]; }
   int64_t at(std::size_t i) const {
-    if (i >= size_) throw std::out_of_range("kolo::Shape::at");
+    KOLO_CHECK(i < size_, StatusCode::Internal,
+               "kolo::Shape::at(" + std::to_string(i) + ") of a shape of " + std::to_string(size_) + " dimensions");
     return data()[i];
   }
   std::vector<int64_t> to_vector() const { return {begin(), end()}; }

@@ -45,10 +45,10 @@ std::optional<Status> TensorQueue::closed() const {
   return closed_;
 }
 
-void TensorQueue::wait_for_work(std::chrono::duration<double> timeout) {
+void TensorQueue::wait_for_work(Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   sleeping_ = true;
-  cv_.wait_for(lock, timeout, [this] { return woken_ || (caller_waiting_ && !entries_.empty()); });
+  ops::wait_until(clock_, cv_, lock, deadline, [this] { return woken_ || (caller_waiting_ && !entries_.empty()); });
   sleeping_ = false;
   const bool woken = woken_;
   woken_ = false;
@@ -62,13 +62,13 @@ void TensorQueue::wait_for_work(std::chrono::duration<double> timeout) {
 void TensorQueue::settle(std::unique_lock<std::mutex>& lock) {
   constexpr auto kQuiet = std::chrono::microseconds(20);
   constexpr auto kLongest = std::chrono::microseconds(500);
-  const auto give_up = std::chrono::steady_clock::now() + kLongest;
+  const auto give_up = clock_.now() + kLongest;
   settling_ = true;
   for (uint64_t seen = pushes_ - 1; pushes_ != seen;) {
     seen = pushes_;
-    const auto until = std::min(std::chrono::steady_clock::now() + kQuiet, give_up);
-    if (cv_.wait_until(lock, until, [this] { return caller_waiting_ || woken_ || closed_; })) break;
-    if (std::chrono::steady_clock::now() >= give_up) break;
+    const auto until = std::min(clock_.now() + kQuiet, give_up);
+    if (ops::wait_until(clock_, cv_, lock, until, [this] { return caller_waiting_ || woken_ || closed_; })) break;
+    if (clock_.now() >= give_up) break;
   }
   settling_ = false;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "clock.h"
 #include "handle_state.h"
 #include "kolo/kolo.h"
 #include "message.h"
@@ -23,8 +24,6 @@ namespace kolo {
 // and the background thread's tables move a pointer, not the entry: a step submits
 // hundreds of them.
 struct TensorEntry {
-  using Clock = std::chrono::steady_clock;
-
   Request request;      // name, dtype, shape, ... (the caller's view, minus the memory)
   const void* input = nullptr;
   void* output = nullptr;
@@ -44,6 +43,9 @@ inline std::shared_ptr<detail::HandleState> handle_of(const EntryPtr& entry) {
 
 class TensorQueue {
  public:
+  // Its waits read `clock`, which must outlive it.
+  explicit TensorQueue(const Clock& clock) : clock_(clock) {}
+
   // Fails, with the reason given to close(), once the queue is closed.
   Status push(EntryPtr entry);
   Status push(std::vector<EntryPtr> entries);  // kept together (a group)
@@ -54,9 +56,9 @@ class TensorQueue {
   std::vector<EntryPtr> close(const Status& reason);
   std::optional<Status> closed() const;
 
-  // Sleeps until wake(), a caller waiting with entries queued, or the timeout. With entries
+  // Sleeps until wake(), a caller waiting with entries queued, or `deadline`. With entries
   // queued and no caller waiting yet, it then waits for the rest of the burst (settle()).
-  void wait_for_work(std::chrono::duration<double> timeout);
+  void wait_for_work(Clock::time_point deadline);
   void wake();
   // A caller has started waiting on a handle: it has submitted what it needs for now, so
   // a burst being collected is complete.
@@ -67,6 +69,7 @@ class TensorQueue {
   Status push_with(Add&& add);
   void settle(std::unique_lock<std::mutex>& lock);
 
+  const Clock& clock_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<EntryPtr> entries_;

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kolo/kolo.h"
+#include "kolo/check.h"
 
 namespace kolo {
 
@@ -31,14 +31,12 @@ std::string json_escape(const std::string& text) {
 
 Timeline::~Timeline() { close(); }
 
-void Timeline::open(const std::string& path, int rank) {
+void Timeline::open(const std::string& path, int rank, Clock::time_point origin) {
   file_ = std::fopen(path.c_str(), "w");
-  if (file_ == nullptr)
-    throw Error(StatusCode::InvalidArgument,
-                "kolo: cannot write the timeline file '" + path + "' (KOLO_TIMELINE): " +
-                    std::strerror(errno));
+  KOLO_CHECK(file_ != nullptr, StatusCode::IoError,
+             "kolo: cannot write the timeline file '" + path + "' (KOLO_TIMELINE): " + std::strerror(errno));
   pid_ = rank;
-  origin_ = Clock::now();
+  origin_ = origin;
   std::fputs("[\n", file_);
   std::fprintf(file_,
                "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"

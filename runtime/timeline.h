@@ -21,8 +21,9 @@ class Timeline {
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
 
-  // Throws kolo::Error if the file cannot be created.
-  void open(const std::string& path, int rank);
+  // Throws kolo::Error if the file cannot be created. Times are written relative to
+  // `origin`, on the clock the times given later come from.
+  void open(const std::string& path, int rank, Clock::time_point origin = Clock::now());
   bool enabled() const { return file_ != nullptr; }
   void close();
 

@@ -31,7 +31,7 @@ DEMO_ARGS="${KOLO_FRESH_DEMO_ARGS:---epochs 1 --train-limit 4096 --test-limit 10
 # One of each kind: unit tests of the runtime, collectives on 2 ranks, the launcher, the
 # main job's tests, the docs' flag tables (python3), and find_package(kolo) from an
 # outside project (which needs every package the installed config looks for).
-QUICK_TESTS='^(unit\.config.*|mpi_np2|launcher\.kolorun.*|examples\.mnist\..*|docs\..*|package\..*)$'
+QUICK_TESTS='^(runtime\.config.*|mpi_np2|launcher\.kolorun.*|examples\.mnist\..*|docs\..*|package\..*)$'
 TEST_FILTER="${KOLO_FRESH_TEST_FILTER:-$QUICK_TESTS}"
 STEP_TIMEOUT="${KOLO_FRESH_STEP_TIMEOUT:-1800}"
 TESTS_AS="${KOLO_FRESH_TESTS_AS:-root}"

@@ -16,8 +16,9 @@ const char* const kWhereFrom =
     "from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz; without --data-dir the example runs on "
     "synthetic data";
 
-[[noreturn]] void fail(const std::string& problem) {
-  throw kolo::Error(kolo::StatusCode::InvalidArgument, problem + "\n  (--data-dir takes " + kWhereFrom + ")");
+// IoError for a folder or file that is not there, as models' own loaders say it.
+[[noreturn]] void fail(const std::string& problem, kolo::StatusCode code = kolo::StatusCode::IoError) {
+  throw kolo::Error(code, problem + "\n  (--data-dir takes " + kWhereFrom + ")");
 }
 
 // The archive unpacks into cifar-10-batches-bin/: accept its parent too.
@@ -45,7 +46,7 @@ CifarData from_folder(const std::string& folder, int64_t train_limit, int64_t te
     data.train = models::load_cifar10(train_files);
     data.test = models::load_cifar10({test_file.string()});
   } catch (const kolo::Error& e) {
-    fail(e.what());
+    fail(e.what(), e.code());  // IoError for a file that cannot be read, InvalidArgument for bad contents
   }
   keep_first(data.train, train_limit);
   keep_first(data.test, test_limit);

@@ -44,7 +44,7 @@ void CheckpointDir::save(const models::Checkpoint& checkpoint) const {
   std::error_code error;
   fs::create_directories(folder_, error);
   if (error) {
-    throw kolo::Error(kolo::StatusCode::InvalidArgument,
+    throw kolo::Error(kolo::StatusCode::IoError,
                       "cannot create the checkpoint folder " + folder_ + ": " + error.message());
   }
   models::save_checkpoint(checkpoint, path_for(checkpoint.epoch));

@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kHeader = "epoch,steps,seconds,lr,loss,acc,val_acc,images_per_s";
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw kolo::Error(kolo::StatusCode::InvalidArgument,
+  throw kolo::Error(kolo::StatusCode::IoError,
                     "metrics CSV " + path + ": " + what + " (" + std::strerror(errno) + ")");
 }
 

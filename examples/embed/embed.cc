@@ -23,7 +23,7 @@
 
 #include <mpi.h>
 
-#include <kolo/kolo.h>  // kolo:
+#include <kolo/kolo_mpi.h>  // kolo: kolo.h, and init(MPI_Comm) for --subcomm
 
 #include "dataset.h"
 #include "mlp.h"

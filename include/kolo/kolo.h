@@ -26,8 +26,6 @@
 #include <string>
 #include <vector>
 
-#include <mpi.h>
-
 namespace kolo {
 
 // ---- Element types and reductions ---------------------------------------------------
@@ -90,7 +88,13 @@ enum class StatusCode : int {
   Stalled,          // not submitted by every rank within KOLO_STALL_SHUTDOWN_TIME_SECONDS
   Aborted,          // kolo was shut down before the operation ran
   CommFailure,      // the communication backend reported an error
+  IoError,          // a file or other operating-system resource could not be read, written or made
+  DeviceError,      // the GPU (CUDA) reported an error
+  Internal,         // kolo broke one of its own invariants: a bug in kolo, please report it
+  Unsupported,      // valid, but this build or this version of kolo cannot do it
 };
+// "Ok", "InvalidArgument", ...: the enumerator's name.
+const char* status_code_name(StatusCode code);
 
 class Error : public std::runtime_error {
  public:
@@ -156,8 +160,8 @@ class Handle {
 // already did, in which case kolo leaves MPI_Finalize to the program and checks that the
 // program's thread level is MPI_THREAD_MULTIPLE. Throws kolo::Error on failure.
 void init();
-// Starts kolo on a sub-communicator (kolo works on its own duplicate of it).
-void init(MPI_Comm comm);
+// init(MPI_Comm), which starts kolo on a sub-communicator, is in kolo/kolo_mpi.h: this
+// header does not need MPI's headers.
 // Fails every pending handle with StatusCode::Aborted and joins the background thread.
 // All ranks should call it; it returns once this rank's thread has stopped.
 void shutdown();
@@ -231,7 +235,8 @@ void set_cuda_stream(void* cuda_stream);
 // What this build of kolo can do (`kolorun --check-build`). Needs no init().
 struct BuildInfo {
   std::string version;               // kolo's
-  std::string mpi_library;           // MPI_Get_library_version, first line
+  std::string mpi_library;           // MPI_Get_library_version, up to its first comma or line end
+  std::string mpi_standard;          // MPI_Get_version of the loaded library, e.g. "3.1"
   bool cuda = false;                 // built with CUDA: GPU tensors are supported
   std::string cuda_compiled;         // CUDA toolkit kolo was compiled with, e.g. "13.0"
   std::string cuda_runtime;          // the CUDA runtime loaded now
@@ -244,3 +249,15 @@ struct BuildInfo {
 BuildInfo build_info();
 
 }  // namespace kolo
+
+// Compatibility, until the next release: where <mpi.h> is on the include path, this
+// header also declares init(MPI_Comm) (by including kolo/kolo_mpi.h), so that a program
+// that calls it with only kolo.h included still compiles. Include kolo/kolo_mpi.h for it;
+// define KOLO_NO_MPI_HEADER to leave MPI out now. See docs/embedding.md.
+#ifndef KOLO_NO_MPI_HEADER
+#if defined(__has_include)
+#if __has_include(<mpi.h>)
+#include "kolo/kolo_mpi.h"
+#endif
+#endif
+#endif

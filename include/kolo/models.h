@@ -10,8 +10,8 @@
 //   net.backward(loss.grad);    // gradients announce themselves as they are computed
 //   sgd.step();
 //
-// Layout is NCHW float32 throughout. Compute goes through a Backend (CPU on Eigen now;
-// CUDA in a later build): layers never loop over pixels themselves.
+// Layout is NCHW float32 throughout. Compute goes through the model layer's kernels (the
+// CPU's, or a GPU's for CUDA tensors): layers never loop over pixels themselves.
 #pragma once
 
 #include <cstdint>
@@ -229,9 +229,6 @@ class BatchNorm2d : public Module {
   void set_stats_reducer(StatsReducer reducer) { reducer_ = std::move(reducer); }
 
  private:
-  // GPU tensors: statistics stay on the device, but for the vectors a reducer sums.
-  Tensor forward_on_device(const Tensor& input);
-  Tensor backward_on_device(const Tensor& grad_output);
   BatchNormOptions options_;
   Parameter* weight_;
   Parameter* bias_;
@@ -364,7 +361,7 @@ void initialize(Net& net, uint64_t seed);
 void set_num_threads(int threads);
 int num_threads();
 
-// How the CPU backend convolves. Auto (the default): oneDNN's direct kernels, the ones
+// How the CPU kernels convolve. Auto (the default): oneDNN's direct kernels, the ones
 // PyTorch runs, in builds with oneDNN (libdnnl-dev; KOLO_ONEDNN); kolo's own im2col + Eigen
 // GEMM where that wins by construction (kernel taps that only ever read padding, as in
 // ResNet's last stage at 32×32 inputs) and in builds without oneDNN. Im2col and OneDnn

@@ -17,11 +17,15 @@ namespace kolo::models {
 namespace {
 using namespace checkpoint_format;
 
-[[noreturn]] void reject(const std::string& path, const std::string& why) {
-  throw Error(StatusCode::InvalidArgument, "kolo: checkpoint " + path + ": " + why);
+// The file's bytes are not a checkpoint (bad magic, truncated, corrupt): InvalidArgument;
+// a checkpoint of a newer format: Unsupported.
+[[noreturn]] void reject(const std::string& path, const std::string& why,
+                         StatusCode code = StatusCode::InvalidArgument) {
+  throw Error(code, "kolo: checkpoint " + path + ": " + why);
 }
-[[noreturn]] void os_failure(const std::string& path, int error) {
-  throw Error(StatusCode::InvalidArgument, "kolo: cannot read checkpoint " + path + ": " + std::strerror(error));
+// The operating system could not open, inspect or read the path.
+[[noreturn]] void os_failure(const std::string& path, const std::string& why) {
+  throw Error(StatusCode::IoError, "kolo: cannot read checkpoint " + path + ": " + why);
 }
 
 struct File {
@@ -37,7 +41,7 @@ std::size_t read_at(int fd, const std::string& path, void* data, std::size_t n, 
   while (done < n) {
     const ssize_t got = ::pread(fd, static_cast<char*>(data) + done, n - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) os_failure(path, errno);
+    if (got < 0) os_failure(path, std::strerror(errno));
     if (got == 0) break;
     done += static_cast<std::size_t>(got);
   }
@@ -216,7 +220,7 @@ uint64_t check_header(int fd, const std::string& path, uint64_t size) {
   const auto version = static_cast<uint32_t>(load_le(header + 8, 4));
   if (version > kFormatVersion)
     reject(path, "written by a newer kolo: format version " + std::to_string(version) + ", this build reads up to " +
-                     std::to_string(kFormatVersion));
+                     std::to_string(kFormatVersion), StatusCode::Unsupported);
   if (version == 0) reject(path, "corrupt: format version 0");
   if (got < kHeaderBytes) reject(path, "truncated: " + std::to_string(size) + " bytes, shorter than the header");
   if (load_le(header + 20, 4) != crc32_update(0, header, 20)) reject(path, "corrupt: header checksum mismatch");
@@ -230,7 +234,7 @@ uint64_t check_header(int fd, const std::string& path, uint64_t size) {
 }
 
 void check_crc(int fd, const std::string& path, uint64_t length) {
-  std::vector<char> buffer(1 << 20);
+  std::vector<char> buffer(static_cast<std::size_t>(std::min<uint64_t>(1 << 20, length)));
   uint32_t crc = 0;
   for (uint64_t pos = 0; pos < length - kTrailerBytes;) {
     const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(buffer.size(), length - kTrailerBytes - pos));
@@ -248,10 +252,10 @@ void check_crc(int fd, const std::string& path, uint64_t length) {
 Checkpoint load_checkpoint(const std::string& path) {
   File file;
   file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (file.fd < 0) os_failure(path, errno);
+  if (file.fd < 0) os_failure(path, std::strerror(errno));
   struct stat st;
-  if (::fstat(file.fd, &st) != 0) os_failure(path, errno);
-  if (!S_ISREG(st.st_mode)) reject(path, "not a regular file");
+  if (::fstat(file.fd, &st) != 0) os_failure(path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) os_failure(path, "not a regular file");  // a folder, a device: as EISDIR would be
   const uint64_t size = static_cast<uint64_t>(st.st_size);
 
   const uint64_t length = check_header(file.fd, path, size);

@@ -2,11 +2,14 @@
 // atomically: "<path>.tmp.<pid>" in the same directory, fsync, rename over the target,
 // fsync of the directory. A crash at any point leaves either the old file or the new one
 // under the real name, never a mixture; on any error the temporary file is removed.
+// A writer that was killed cannot remove its temporary file: the next save to the same
+// path does (the writer holds a lock on it while it lives, so a live one's is kept).
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "kolo/models.h"
@@ -190,10 +193,41 @@ void sync_directory(const std::string& path) {
   if (failed) throw OsFailure{"fsync directory " + dir, failed};
 }
 
+// Whether `name` is "<target>.tmp.<digits>": a temporary file of a save to `target`.
+bool is_temporary_of(const std::string& name, const std::string& target) {
+  const std::string prefix = target + ".tmp.";
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+         name.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+}
+
+// Removes the temporary files that killed writers left for `path`: those whose lock
+// (taken by write_file for the writer's lifetime) is free. Best effort: a file that cannot
+// be opened or removed stays, and the save goes on (it fails by itself if the directory
+// cannot take a file). A save racing another process's save to the same path may remove
+// that one's file before it is locked; that save then fails at its rename, never tears.
+void remove_abandoned_temporaries(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::filesystem::path& file = it->path();
+    if (!is_temporary_of(file.filename().string(), target.filename().string())) continue;
+    // Read-write: NFS emulates flock with fcntl locks, which need it for an exclusive lock.
+    const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(file.c_str());
+    ::close(fd);
+  }
+}
+
 void write_file(const Checkpoint& c, const std::string& path, uint64_t body_bytes) {
+  remove_abandoned_temporaries(path);  // before this save's own file exists
   TempFile temp{path + ".tmp." + std::to_string(::getpid())};
   temp.fd = ::open(temp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (temp.fd < 0) throw OsFailure{"create " + temp.path, errno};
+  // Held until close or death: how the next save tells a live writer's file from a killed
+  // one's. A file system without locks skips it (its leftovers then stay).
+  ::flock(temp.fd, LOCK_EX | LOCK_NB);
 
   FileSink sink(temp.fd, temp.path);
   uint8_t header[kHeaderBytes];
@@ -224,7 +258,7 @@ void save_checkpoint(const Checkpoint& checkpoint, const std::string& path) {
   try {
     write_file(checkpoint, path, body.count);
   } catch (const OsFailure& failure) {
-    throw Error(StatusCode::InvalidArgument,
+    throw Error(StatusCode::IoError,
                 "kolo: cannot save checkpoint " + path + ": " + failure.what + ": " + std::strerror(failure.error));
   }
 }

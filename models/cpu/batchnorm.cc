@@ -1,11 +1,11 @@
-// Batch-norm kernels, one channel per task: statistics are accumulated in double so that
-// large batches lose nothing to float summation.
-#include "cpu_backend.h"
+// Batch norm's per-channel passes, one channel per task: statistics are accumulated in
+// double so that large batches lose nothing to float summation.
+#include "cpu_kernels.h"
 #include "thread_pool.h"
 
 namespace kolo::models::cpu {
 
-void CpuBackend::channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum) {
+void CpuKernels::channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, double* sum) {
   parallel_for(c, [&](int64_t begin, int64_t end, int) {
     for (int64_t ch = begin; ch < end; ++ch) {
       double s = 0;
@@ -18,7 +18,7 @@ void CpuBackend::channel_sums(int64_t n, int64_t c, int64_t hw, const float* x, 
   });
 }
 
-void CpuBackend::channel_centered_squares(int64_t n, int64_t c, int64_t hw, const float* x,
+void CpuKernels::channel_centered_squares(int64_t n, int64_t c, int64_t hw, const float* x,
                                           const double* mean, double* squares) {
   parallel_for(c, [&](int64_t begin, int64_t end, int) {
     for (int64_t ch = begin; ch < end; ++ch) {
@@ -36,7 +36,7 @@ void CpuBackend::channel_centered_squares(int64_t n, int64_t c, int64_t hw, cons
   });
 }
 
-void CpuBackend::batchnorm_apply(int64_t n, int64_t c, int64_t hw, const float* x, const float* mean,
+void CpuKernels::batchnorm_apply(int64_t n, int64_t c, int64_t hw, const float* x, const float* mean,
                                  const float* inv_std, const float* gamma, const float* beta,
                                  float* y) {
   parallel_for(c, [&](int64_t begin, int64_t end, int) {
@@ -52,7 +52,7 @@ void CpuBackend::batchnorm_apply(int64_t n, int64_t c, int64_t hw, const float* 
   });
 }
 
-void CpuBackend::batchnorm_grad_sums(int64_t n, int64_t c, int64_t hw, const float* x,
+void CpuKernels::batchnorm_grad_sums(int64_t n, int64_t c, int64_t hw, const float* x,
                                      const float* dy, const float* mean, const float* inv_std,
                                      double* sum_dy, double* sum_dy_xhat) {
   parallel_for(c, [&](int64_t begin, int64_t end, int) {
@@ -73,7 +73,7 @@ void CpuBackend::batchnorm_grad_sums(int64_t n, int64_t c, int64_t hw, const flo
   });
 }
 
-void CpuBackend::batchnorm_backward_input(int64_t n, int64_t c, int64_t hw, const float* x,
+void CpuKernels::batchnorm_backward_input(int64_t n, int64_t c, int64_t hw, const float* x,
                                           const float* dy, const float* mean, const float* inv_std,
                                           const float* gamma, const double* sum_dy,
                                           const double* sum_dy_xhat, double count, float* dx) {

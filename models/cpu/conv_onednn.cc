@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "convolution.h"
+#include "conv_paths.h"
 #include "kolo/models.h"
 #include "thread_pool.h"
 

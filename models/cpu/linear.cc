@@ -1,11 +1,11 @@
 // Linear layers as Eigen GEMMs over PyTorch's (out × in) weight layout.
-#include "cpu_backend.h"
+#include "cpu_kernels.h"
 #include "eigen.h"
 #include "thread_pool.h"
 
 namespace kolo::models::cpu {
 
-void CpuBackend::linear_forward(int64_t rows, int64_t in, int64_t out, const float* x,
+void CpuKernels::linear_forward(int64_t rows, int64_t in, int64_t out, const float* x,
                                 const float* w, const float* b, float* y) {
   parallel_for(rows, [&](int64_t begin, int64_t end, int) {
     MatrixMap ys(y + begin * out, end - begin, out);
@@ -14,7 +14,7 @@ void CpuBackend::linear_forward(int64_t rows, int64_t in, int64_t out, const flo
   });
 }
 
-void CpuBackend::linear_backward(int64_t rows, int64_t in, int64_t out, const float* x,
+void CpuKernels::linear_backward(int64_t rows, int64_t in, int64_t out, const float* x,
                                  const float* w, const float* dy, float* dx, float* dw, float* db) {
   const ConstMatrixMap dys(dy, rows, out);
   MatrixMap(dw, out, in).noalias() += dys.transpose() * ConstMatrixMap(x, rows, in);

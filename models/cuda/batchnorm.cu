@@ -1,12 +1,12 @@
-// Batch-norm kernels with the CPU backend's numerics: per-channel statistics in double in
+// Batch-norm kernels with the CPU kernels' numerics: per-channel statistics in double in
 // two passes (Σx, then Σ(x - mean)²), the same float formulas for normalising and for the
 // input gradient. A channel's N·H·W values are split into `slices` ranges, one block each,
 // whose partial sums are added in slice order by one thread per channel: deterministic,
 // and no atomics on doubles.
-#include "models/cuda/kernels.h"
+#include "models/cuda/launchers.h"
 #include "models/cuda/launch.cuh"
 
-namespace kolo::models::cuda::kernels {
+namespace kolo::models::cuda::launch {
 namespace {
 
 constexpr int kReduceThreads = 256;
@@ -224,4 +224,4 @@ void batchnorm_backward_input(cudaStream_t s, int64_t n, int64_t c, int64_t hw, 
   KOLO_CHECK_LAUNCH();
 }
 
-}  // namespace kolo::models::cuda::kernels
+}  // namespace kolo::models::cuda::launch

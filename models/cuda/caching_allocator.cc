@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "kolo/check.h"
 #include "kolo/kolo.h"
 
 namespace kolo::models::cuda {
@@ -133,8 +134,8 @@ void CachingAllocator::free(void* p) {
   if (p == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = allocated_.find(p);
-  if (it == allocated_.end())
-    throw Error(StatusCode::InvalidArgument, "kolo: device pointer was not allocated by kolo's caching allocator");
+  KOLO_CHECK(it != allocated_.end(), StatusCode::Internal,
+             "kolo: internal error: device pointer was not allocated by kolo's caching allocator");
   Block* block = it->second;
   allocated_.erase(it);
   block->allocated = false;
@@ -151,8 +152,8 @@ void CachingAllocator::free(void* p) {
 void CachingAllocator::record_stream(void* p, StreamId stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = allocated_.find(p);
-  if (it == allocated_.end())
-    throw Error(StatusCode::InvalidArgument, "kolo: record_stream on a pointer kolo's caching allocator did not hand out");
+  KOLO_CHECK(it != allocated_.end(), StatusCode::Internal,
+             "kolo: internal error: record_stream on a pointer kolo's caching allocator did not hand out");
   Block* block = it->second;
   if (stream == block->stream) return;  // its own stream orders the reuse already
   if (std::find(block->other_streams.begin(), block->other_streams.end(), stream) == block->other_streams.end())
@@ -222,7 +223,7 @@ void CachingAllocator::release_cached() {
 }
 
 void CachingAllocator::out_of_memory(std::size_t requested) {
-  throw Error(StatusCode::InvalidArgument,
+  throw Error(StatusCode::DeviceError,
               "kolo: out of device memory: cannot allocate " + mib(requested) + " (a segment of " +
                   mib(segment_size(requested)) + ") on " + memory_.describe() + "; kolo holds " +
                   mib(stats_.in_use_bytes) + " in use and " + mib(stats_.reserved_bytes - stats_.in_use_bytes) +

@@ -46,9 +46,9 @@ ConvChoice ConvAlgorithmCache::choose(const ConvKey& key, const Finder& find) {
   ++searches_;
   ConvChoice choice;
   if (!pick_fastest(find(key, workspace_limit_), workspace_limit_, choice))
-    throw Error(StatusCode::InvalidArgument, "kolo: cuDNN has no algorithm for convolution " + to_string(key) +
-                                                 " within a workspace of " + std::to_string(workspace_limit_ >> 20) +
-                                                 " MiB");
+    throw Error(StatusCode::Unsupported, "kolo: cuDNN has no algorithm for convolution " + to_string(key) +
+                                             " within a workspace of " + std::to_string(workspace_limit_ >> 20) +
+                                             " MiB");
   choices_.emplace(key, choice);
   return choice;
 }

@@ -3,7 +3,7 @@
 // remembered for the life of the process. For float16/bfloat16, whose operands are cast
 // into temporary buffers anyway, also which layout to cast them into (channels-last where
 // cuDNN is faster, the transposition included). Plain C++: the measuring is a Finder
-// function (cudnnFind*AlgorithmEx in models/cuda/conv.cc, a fake in the tests) and a
+// function (cudnnFind*AlgorithmEx in models/cuda/conv_cudnn.cc, a fake in the tests) and a
 // CastTimer (CUDA events around the casts there).
 #pragma once
 

@@ -2,13 +2,13 @@
 
 #include <cstdio>
 
-#include "models/cuda/cuda_check.h"
-#include "models/cuda/device_guard.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/device_guard.h"
 
 namespace kolo::models::cuda {
 
 void* CudaMemory::allocate(std::size_t bytes) {
-  DeviceGuard on(device_);
+  ops::cuda::DeviceGuard on(device_);
   void* p = nullptr;
   const cudaError_t status = cudaMalloc(&p, bytes);
   if (status == cudaErrorMemoryAllocation) {
@@ -20,12 +20,12 @@ void* CudaMemory::allocate(std::size_t bytes) {
 }
 
 void CudaMemory::free(void* p) {
-  DeviceGuard on(device_);
+  ops::cuda::DeviceGuard on(device_);
   KOLO_CUDA_CHECK(cudaFree(p));
 }
 
 EventId CudaMemory::record(StreamId stream) {
-  DeviceGuard on(device_);
+  ops::cuda::DeviceGuard on(device_);
   cudaEvent_t event = nullptr;
   KOLO_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   KOLO_CUDA_CHECK(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream)));
@@ -42,7 +42,7 @@ bool CudaMemory::done(EventId event) {
 void CudaMemory::destroy(EventId event) { cudaEventDestroy(reinterpret_cast<cudaEvent_t>(event)); }
 
 std::string CudaMemory::describe() {
-  DeviceGuard on(device_);
+  ops::cuda::DeviceGuard on(device_);
   std::size_t free_bytes = 0, total = 0;
   char text[96];
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {

@@ -1,12 +1,12 @@
-// The GPU runtime of a build with CUDA: one DeviceContext and CudaBackend per device,
+// The GPU runtime of a build with CUDA: one DeviceContext and CudaKernels per device,
 // created on first use.
 #include <array>
 #include <cmath>
 #include <mutex>
 
-#include "models/cuda/cuda_backend.h"
-#include "models/cuda/device_guard.h"
+#include "models/cuda/cuda_kernels.h"
 #include "models/cuda/gpu_runtime.h"
+#include "ops/cuda/device_guard.h"
 
 namespace kolo::models {
 namespace cuda {
@@ -31,7 +31,7 @@ class CudaRuntime final : public GpuRuntime {
     if (dst_device.is_cpu()) return context(src_device.index).copy_to_host(dst, src, bytes);
     DeviceContext& to = context(dst_device.index);
     if (src_device.is_cpu()) return to.copy_to_device(dst, src, bytes);
-    DeviceGuard on(to.index());
+    ops::cuda::DeviceGuard on(to.index());
     if (src_device.index == dst_device.index) {
       KOLO_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, to.stream()));
       return;
@@ -49,14 +49,14 @@ class CudaRuntime final : public GpuRuntime {
 
   void fill(int device, float* dst, int64_t count, float value) override {
     DeviceContext& c = context(device);
-    DeviceGuard on(c.index());
+    ops::cuda::DeviceGuard on(c.index());
     if (value == 0.0f && !std::signbit(value))
       KOLO_CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(count) * sizeof(float), c.stream()));
     else
-      kernels::fill(c.stream(), count, dst, value);
+      launch::fill(c.stream(), count, dst, value);
   }
 
-  Backend& backend(int device) override { return *slot(device).backend; }
+  Kernels& kernels(int device) override { return *slot(device).kernels; }
   void* stream(int device) override { return context(device).stream(); }
   void synchronize(int device, double timeout_seconds) override { context(device).synchronize(timeout_seconds); }
 
@@ -77,7 +77,7 @@ class CudaRuntime final : public GpuRuntime {
   struct Slot {
     std::once_flag once;
     DeviceContext* context = nullptr;  // never destroyed: memory may be freed during exit
-    CudaBackend* backend = nullptr;
+    CudaKernels* kernels = nullptr;
   };
 
   Slot& slot(int device) {
@@ -87,7 +87,7 @@ class CudaRuntime final : public GpuRuntime {
     Slot& s = slots_[static_cast<std::size_t>(device)];
     std::call_once(s.once, [&] {
       s.context = new DeviceContext(device);
-      s.backend = new CudaBackend(*s.context);
+      s.kernels = new CudaKernels(*s.context);
     });
     return s;
   }

@@ -5,8 +5,9 @@
 #include <cstring>
 #include <thread>
 
-#include "models/cuda/device_guard.h"
-#include "models/cuda/library_check.h"
+#include "kolo/check.h"
+#include "models/cuda/cudnn_cublas_check.h"
+#include "ops/cuda/device_guard.h"
 
 namespace kolo::models::cuda {
 namespace {
@@ -41,9 +42,9 @@ void wait_for(cudaEvent_t event, double timeout_seconds, const char* what) {
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) KOLO_CUDA_CHECK(status);
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (waited > timeout_seconds)
-      throw Error(StatusCode::InvalidArgument, "kolo: the GPU did not finish " + std::string(what) + " within " +
-                                                   std::to_string(static_cast<int>(timeout_seconds)) + " s");
+    KOLO_CHECK(waited <= timeout_seconds, StatusCode::DeviceError,
+               "kolo: the GPU did not finish " + std::string(what) + " within " +
+                   std::to_string(static_cast<int>(timeout_seconds)) + " s");
     // Most waits are short (a loss value at the end of a forward pass): poll first.
     if (polls < 2000) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -51,7 +52,7 @@ void wait_for(cudaEvent_t event, double timeout_seconds, const char* what) {
 }
 
 DeviceContext::DeviceContext(int index) : index_(index), memory_(index), allocator_(memory_) {
-  DeviceGuard on(index);
+  ops::cuda::DeviceGuard on(index);
   KOLO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   KOLO_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
   KOLO_CUDNN_CHECK(cudnnCreate(&cudnn_));
@@ -83,7 +84,7 @@ DeviceContext::Staging& DeviceContext::staging_for(std::size_t bytes) {
 }
 
 void DeviceContext::stage_and_copy(void* device_dst, const void* host, std::size_t bytes, cudaStream_t stream) {
-  DeviceGuard on(index_);
+  ops::cuda::DeviceGuard on(index_);
   std::lock_guard<std::mutex> lock(staging_mutex_);
   for (std::size_t offset = 0; offset < bytes; offset += kStagingChunk) {
     const std::size_t n = std::min(kStagingChunk, bytes - offset);
@@ -95,7 +96,7 @@ void DeviceContext::stage_and_copy(void* device_dst, const void* host, std::size
 }
 
 std::shared_ptr<void> DeviceContext::upload(const void* host, std::size_t bytes) {
-  DeviceGuard on(index_);
+  ops::cuda::DeviceGuard on(index_);
   void* p = allocator_.allocate(bytes, id(copy_stream_));
   std::shared_ptr<void> memory(p, [this](void* q) { allocator_.free(q); });
   if (bytes == 0) return memory;
@@ -113,7 +114,7 @@ void DeviceContext::copy_to_device(void* device_dst, const void* host, std::size
 
 void DeviceContext::copy_to_host(void* host, const void* device_src, std::size_t bytes) {
   if (bytes == 0) return;
-  DeviceGuard on(index_);
+  ops::cuda::DeviceGuard on(index_);
   Marker ready(stream_);
   wait_for(ready.get(), kStagingTimeoutSeconds, "the work before a copy to the host");
   // The stream is idle up to here: this copy (pageable memory) returns once it is done.
@@ -121,7 +122,7 @@ void DeviceContext::copy_to_host(void* host, const void* device_src, std::size_t
 }
 
 void DeviceContext::synchronize(double timeout_seconds) {
-  DeviceGuard on(index_);
+  ops::cuda::DeviceGuard on(index_);
   Marker done(stream_);
   wait_for(done.get(), timeout_seconds, "its enqueued work");
 }

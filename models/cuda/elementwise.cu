@@ -1,17 +1,17 @@
 // Elementwise and per-plane kernels: fills, ReLU, residual adds, scaling, products, bias, global
 // average pooling, zero padding, and casts between float32 and float16/bfloat16.
-#include "models/cuda/kernels.h"
+#include "models/cuda/launchers.h"
 #include "models/cuda/launch.cuh"
 #include "models/cuda/reduced.cuh"
 
-namespace kolo::models::cuda::kernels {
+namespace kolo::models::cuda::launch {
 namespace {
 
 __global__ void fill_kernel(int64_t n, float* x, float v) {
   KOLO_GRID_LOOP(i, n) x[i] = v;
 }
 __global__ void relu_forward_kernel(int64_t n, float* x) {
-  KOLO_GRID_LOOP(i, n) x[i] = x[i] > 0.0f ? x[i] : 0.0f;  // NaN -> 0, as the CPU backend
+  KOLO_GRID_LOOP(i, n) x[i] = x[i] > 0.0f ? x[i] : 0.0f;  // NaN -> 0, as the CPU kernels
 }
 __global__ void relu_backward_kernel(int64_t n, const float* y, const float* dy, float* dx) {
   KOLO_GRID_LOOP(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
@@ -168,4 +168,4 @@ void from_reduced(cudaStream_t s, int64_t count, const void* src, DType reduced,
   KOLO_CHECK_LAUNCH();
 }
 
-}  // namespace kolo::models::cuda::kernels
+}  // namespace kolo::models::cuda::launch

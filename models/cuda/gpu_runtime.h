@@ -1,7 +1,8 @@
-// What tensors and layers need from GPUs besides a Backend's kernels: memory, copies and
+// What tensors and layers need from GPUs besides their Kernels: memory, copies and
 // fills, ordered on each device's compute stream. models/cuda/cuda_runtime.cc implements
-// it; a build without CUDA links a stand-in (models/cuda/no_cuda.cc) that has no devices
-// and throws kolo::Error for anything else.
+// it; in a build whose model layer has no CUDA, gpu_runtime() is a stand-in
+// (models/cuda/gpu_runtime.cc) that has no devices and throws kolo::Error(Unsupported) for
+// anything else.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +11,7 @@
 #include <string>
 
 #include "kolo/models.h"
-#include "models/backend.h"
+#include "models/kernels.h"
 
 namespace kolo::models {
 
@@ -28,7 +29,7 @@ class GpuRuntime {
   // pinned buffers: the compute stream waits for the upload, the host does not.
   virtual std::shared_ptr<void> upload(int device, const void* host, std::size_t bytes) = 0;
   virtual void fill(int device, float* dst, int64_t count, float value) = 0;
-  virtual Backend& backend(int device) = 0;
+  virtual Kernels& kernels(int device) = 0;
   virtual void* stream(int device) = 0;
   virtual void synchronize(int device, double timeout_seconds) = 0;
   virtual GpuMemoryStats memory_stats(int device) = 0;

@@ -6,9 +6,9 @@
 
 #include <cuda_runtime.h>
 
-#include "models/cuda/cuda_check.h"
+#include "ops/cuda/cuda_check.h"
 
-namespace kolo::models::cuda::kernels {
+namespace kolo::models::cuda::launch {
 
 constexpr int kThreads = 256;
 
@@ -32,7 +32,7 @@ struct Divisor {
   bool narrow;
 };
 
-}  // namespace kolo::models::cuda::kernels
+}  // namespace kolo::models::cuda::launch
 
 // for (i = this thread's first element; i < count; i += all threads)
 #define KOLO_GRID_LOOP(i, count)                                                               \

@@ -2,11 +2,11 @@
 // NHWC (channels-last, which cuDNN's tensor-core kernels often prefer): one tiled transpose
 // of each sample's C × HW matrix. A block moves a 32×32 tile through shared memory, so that
 // both the reads and the writes are coalesced; the conversions are elementwise.cu's.
-#include "models/cuda/kernels.h"
+#include "models/cuda/launchers.h"
 #include "models/cuda/launch.cuh"
 #include "models/cuda/reduced.cuh"
 
-namespace kolo::models::cuda::kernels {
+namespace kolo::models::cuda::launch {
 namespace {
 
 constexpr int kTile = 32;      // a tile is kTile × kTile elements
@@ -86,4 +86,4 @@ void from_reduced_nhwc(cudaStream_t s, int64_t n, int64_t c, int64_t hw, const v
   else from_nhwc(s, n, c, hw, static_cast<const __nv_bfloat16*>(src), dst, accumulate);
 }
 
-}  // namespace kolo::models::cuda::kernels
+}  // namespace kolo::models::cuda::launch

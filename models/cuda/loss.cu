@@ -1,11 +1,11 @@
-// Softmax cross-entropy and accuracy with the CPU's numerics (models/loss.cc): the row's
+// Softmax cross-entropy and accuracy with the CPU's numerics (models/cpu/loss.cc): the row's
 // maximum, the log-sum-exp in double, the gradient rounded to float per element.
 #include <cfloat>
 
-#include "models/cuda/kernels.h"
+#include "models/cuda/launchers.h"
 #include "models/cuda/launch.cuh"
 
-namespace kolo::models::cuda::kernels {
+namespace kolo::models::cuda::launch {
 namespace {
 
 constexpr int kRowThreads = 256;
@@ -99,4 +99,4 @@ void sum_doubles(cudaStream_t s, int64_t count, const double* values, double* ou
   KOLO_CHECK_LAUNCH();
 }
 
-}  // namespace kolo::models::cuda::kernels
+}  // namespace kolo::models::cuda::launch

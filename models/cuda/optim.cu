@@ -1,13 +1,14 @@
 // Multi-tensor kernels: one launch updates every parameter. The host lists the tensors and
-// cuts them into chunks (models/cuda/backend_optim.cc); block b works on chunk b. The update
-// rules are models/optim/sgd.cc's, adam.cc's and adadelta.cc's, element by element in float32.
-#include "models/cuda/kernels.h"
+// cuts them into chunks (kernels_multi_tensor.cc); block b works on chunk b. The update
+// rules are models/kernels.h's (the CPU's in models/cpu/optimizer_steps.cc), element by
+// element in float32.
+#include "models/cuda/launchers.h"
 #include "models/cuda/launch.cuh"
 
-namespace kolo::models::cuda::kernels {
+namespace kolo::models::cuda::launch {
 namespace {
 
-__global__ void sgd_kernel(const TensorSlot* slots, const Chunk* chunks, Backend::SgdStep step) {
+__global__ void sgd_kernel(const TensorSlot* slots, const Chunk* chunks, Kernels::SgdStep step) {
   const Chunk chunk = chunks[blockIdx.x];
   const TensorSlot t = slots[chunk.tensor];
   for (int64_t j = chunk.begin + threadIdx.x; j < chunk.end; j += blockDim.x) {
@@ -22,7 +23,7 @@ __global__ void sgd_kernel(const TensorSlot* slots, const Chunk* chunks, Backend
   }
 }
 
-__global__ void adam_kernel(const TensorSlot* slots, const Chunk* chunks, Backend::AdamStep step) {
+__global__ void adam_kernel(const TensorSlot* slots, const Chunk* chunks, Kernels::AdamStep step) {
   const Chunk chunk = chunks[blockIdx.x];
   const TensorSlot t = slots[chunk.tensor];
   for (int64_t j = chunk.begin + threadIdx.x; j < chunk.end; j += blockDim.x) {
@@ -37,7 +38,7 @@ __global__ void adam_kernel(const TensorSlot* slots, const Chunk* chunks, Backen
   }
 }
 
-__global__ void adadelta_kernel(const TensorSlot* slots, const Chunk* chunks, Backend::AdadeltaStep step) {
+__global__ void adadelta_kernel(const TensorSlot* slots, const Chunk* chunks, Kernels::AdadeltaStep step) {
   const Chunk chunk = chunks[blockIdx.x];
   const TensorSlot t = slots[chunk.tensor];
   for (int64_t j = chunk.begin + threadIdx.x; j < chunk.end; j += blockDim.x) {
@@ -67,21 +68,21 @@ __global__ void unscale_kernel(const TensorSlot* slots, const Chunk* chunks, flo
 }  // namespace
 
 void sgd_step(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int64_t chunk_count,
-              const Backend::SgdStep& step) {
+              const Kernels::SgdStep& step) {
   if (chunk_count == 0) return;
   sgd_kernel<<<static_cast<unsigned>(chunk_count), kThreads, 0, s>>>(slots, chunks, step);
   KOLO_CHECK_LAUNCH();
 }
 
 void adam_step(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int64_t chunk_count,
-               const Backend::AdamStep& step) {
+               const Kernels::AdamStep& step) {
   if (chunk_count == 0) return;
   adam_kernel<<<static_cast<unsigned>(chunk_count), kThreads, 0, s>>>(slots, chunks, step);
   KOLO_CHECK_LAUNCH();
 }
 
 void adadelta_step(cudaStream_t s, const TensorSlot* slots, const Chunk* chunks, int64_t chunk_count,
-                   const Backend::AdadeltaStep& step) {
+                   const Kernels::AdadeltaStep& step) {
   if (chunk_count == 0) return;
   adadelta_kernel<<<static_cast<unsigned>(chunk_count), kThreads, 0, s>>>(slots, chunks, step);
   KOLO_CHECK_LAUNCH();
@@ -94,4 +95,4 @@ void unscale_and_check(cudaStream_t s, const TensorSlot* slots, const Chunk* chu
   KOLO_CHECK_LAUNCH();
 }
 
-}  // namespace kolo::models::cuda::kernels
+}  // namespace kolo::models::cuda::launch

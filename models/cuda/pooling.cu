@@ -1,11 +1,11 @@
-// Max pooling with the CPU backend's exact semantics: argmax is the input-plane index of the
+// Max pooling with the CPU kernels' exact semantics: argmax is the input-plane index of the
 // first maximum in scan order (strictly greater wins; NaN wins), windows clipped at the
 // padding. Backward gathers (each input sums the outputs that chose it, in output order, as
 // the CPU's scatter adds them), so it needs no atomics and is deterministic.
-#include "models/cuda/kernels.h"
+#include "models/cuda/launchers.h"
 #include "models/cuda/launch.cuh"
 
-namespace kolo::models::cuda::kernels {
+namespace kolo::models::cuda::launch {
 namespace {
 
 struct Dims {
@@ -79,4 +79,4 @@ void maxpool_backward(cudaStream_t s, const PoolShape& shape, const float* dy, c
   KOLO_CHECK_LAUNCH();
 }
 
-}  // namespace kolo::models::cuda::kernels
+}  // namespace kolo::models::cuda::launch

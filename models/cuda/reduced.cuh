@@ -7,9 +7,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kolo/check.h"
 #include "kolo/kolo.h"
 
-namespace kolo::models::cuda::kernels {
+namespace kolo::models::cuda::launch {
 
 template <typename T>
 __device__ T from_float(float v);
@@ -23,8 +24,8 @@ __device__ inline float to_float(__half v) { return __half2float(v); }
 __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 inline void check_reduced(DType reduced) {
-  if (reduced != DType::Float16 && reduced != DType::BFloat16)
-    throw Error(StatusCode::InvalidArgument, std::string("kolo: internal error: cast to ") + dtype_name(reduced));
+  KOLO_CHECK(reduced == DType::Float16 || reduced == DType::BFloat16, StatusCode::Internal,
+             std::string("kolo: internal error: cast to ") + dtype_name(reduced));
 }
 
-}  // namespace kolo::models::cuda::kernels
+}  // namespace kolo::models::cuda::launch

@@ -23,9 +23,9 @@ Dataset load_cifar10(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     const std::vector<uint8_t> bytes = data::FileReader(path).read_all();
     const int64_t size = static_cast<int64_t>(bytes.size());
-    if (size == 0) data::fail(path, "empty file");
+    if (size == 0) data::corrupt(path, "empty file");
     if (size % kRecord != 0) {
-      data::fail(path, "size " + std::to_string(size) + " bytes is not a multiple of " + std::to_string(kRecord) +
+      data::corrupt(path, "size " + std::to_string(size) + " bytes is not a multiple of " + std::to_string(kRecord) +
                            " (1 label byte + 3072 pixel bytes per record): truncated or not a CIFAR-10 binary file");
     }
     const int64_t records = size / kRecord;
@@ -34,7 +34,7 @@ Dataset load_cifar10(const std::vector<std::string>& paths) {
     for (int64_t r = 0; r < records; ++r) {
       const uint8_t* record = bytes.data() + r * kRecord;
       if (record[0] >= kClasses) {
-        data::fail(path, "label " + std::to_string(record[0]) + " at index " + std::to_string(r) + " is outside [0, " +
+        data::corrupt(path, "label " + std::to_string(record[0]) + " at index " + std::to_string(r) + " is outside [0, " +
                              std::to_string(kClasses) + ")");
       }
       dataset.labels[dataset.count + r] = record[0];

@@ -12,40 +12,63 @@
 
 namespace kolo::models::data {
 
-void fail(const std::string& path, const std::string& problem) {
+void unreadable(const std::string& path, const std::string& problem) {
+  throw Error(StatusCode::IoError, "kolo: " + path + ": " + problem);
+}
+
+void corrupt(const std::string& path, const std::string& problem) {
   throw Error(StatusCode::InvalidArgument, "kolo: " + path + ": " + problem);
 }
 
 FileReader::FileReader(const std::string& path) : path_(path) {
   errno = 0;
   file_ = gzopen(path.c_str(), "rb");
-  if (file_ == nullptr) fail(path, std::string("cannot open: ") + std::strerror(errno != 0 ? errno : ENOMEM));
+  if (file_ == nullptr) unreadable(path, std::string("cannot open: ") + std::strerror(errno != 0 ? errno : ENOMEM));
 }
 
 FileReader::~FileReader() {
   if (file_ != nullptr) gzclose(file_);
 }
 
+std::size_t FileReader::read_some(uint8_t* into, std::size_t want) {
+  errno = 0;
+  const int got = gzread(file_, into, static_cast<unsigned>(want));
+  int code = Z_OK;
+  std::string reason = gzerror(file_, &code);
+  // zlib starts its message with the path, which ours already names.
+  if (reason.starts_with(path_ + ": ")) reason.erase(0, path_.size() + 2);
+  if (got < 0) {
+    // Z_ERRNO: the read itself failed (a directory, an I/O error); otherwise corrupt gzip.
+    if (code == Z_ERRNO) unreadable(path_, std::string("cannot read: ") + std::strerror(errno));
+    corrupt(path_, "corrupt gzip data: " + reason);
+  }
+  // A gzip stream that ends before its trailer: gzread returns what it inflated and
+  // leaves Z_BUF_ERROR ("unexpected end of file") behind.
+  if (static_cast<std::size_t>(got) < want && code == Z_BUF_ERROR) corrupt(path_, "corrupt gzip data: " + reason);
+  return static_cast<std::size_t>(got);
+}
+
 std::vector<uint8_t> FileReader::read(uint64_t count) {
-  constexpr uint64_t kChunk = 1 << 20;  // gzread takes an unsigned int
   std::vector<uint8_t> bytes;
   while (bytes.size() < count) {
-    const uint64_t want = std::min<uint64_t>(kChunk, count - bytes.size());
+    const std::size_t want = static_cast<std::size_t>(std::min<uint64_t>(kChunk, count - bytes.size()));
     const std::size_t old_size = bytes.size();
     bytes.resize(old_size + want);
-    errno = 0;
-    const int got = gzread(file_, bytes.data() + old_size, static_cast<unsigned>(want));
-    if (got < 0) {
-      int code = 0;
-      const char* message = gzerror(file_, &code);
-      // Z_ERRNO: the read itself failed (a directory, an I/O error); otherwise corrupt gzip.
-      fail(path_, code == Z_ERRNO ? std::string("cannot read: ") + std::strerror(errno)
-                                  : std::string("corrupt gzip data: ") + message);
-    }
-    bytes.resize(old_size + static_cast<std::size_t>(got));
-    if (static_cast<uint64_t>(got) < want) break;  // end of data
+    const std::size_t got = read_some(bytes.data() + old_size, want);
+    bytes.resize(old_size + got);
+    if (got < want) break;  // end of data
   }
   return bytes;
+}
+
+uint64_t FileReader::skip_rest() {
+  std::vector<uint8_t> scratch(kChunk);
+  uint64_t skipped = 0;
+  for (std::size_t got = kChunk; got == kChunk;) {
+    got = read_some(scratch.data(), kChunk);
+    skipped += got;
+  }
+  return skipped;
 }
 
 }  // namespace kolo::models::data

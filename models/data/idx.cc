@@ -11,7 +11,7 @@
 namespace kolo::models {
 namespace {
 
-using data::fail;
+using data::corrupt;
 
 constexpr uint32_t kImageMagic = 0x00000803;
 constexpr uint32_t kLabelMagic = 0x00000801;
@@ -31,11 +31,11 @@ std::vector<uint32_t> read_header(data::FileReader& file, uint32_t magic, const 
   const uint64_t header_bytes = 4 + 4 * static_cast<uint64_t>(dims);
   const std::vector<uint8_t> header = file.read(header_bytes);
   if (header.size() >= 4 && big_endian32(header.data()) != magic) {
-    fail(file.path(), std::string("not an IDX ") + kind + " file (magic " + hex32(big_endian32(header.data())) +
+    corrupt(file.path(), std::string("not an IDX ") + kind + " file (magic " + hex32(big_endian32(header.data())) +
                           ", expected " + hex32(magic) + ")");
   }
   if (header.size() < header_bytes) {
-    fail(file.path(), "truncated: expected a " + std::to_string(header_bytes) + "-byte IDX header, found " +
+    corrupt(file.path(), "truncated: expected a " + std::to_string(header_bytes) + "-byte IDX header, found " +
                           std::to_string(header.size()) + " bytes");
   }
   std::vector<uint32_t> sizes;
@@ -44,15 +44,17 @@ std::vector<uint32_t> read_header(data::FileReader& file, uint32_t magic, const 
 }
 
 // Exactly `expected` payload bytes: fewer is a truncated file, more is not this format.
+// The rest is read before it is called trailing data: in a damaged gzip stream, bytes
+// past the payload are the damage's doing, which the stream's trailer then reports.
 std::vector<uint8_t> read_payload(data::FileReader& file, uint64_t expected, const char* what) {
-  std::vector<uint8_t> bytes = file.read(expected + 1);
+  std::vector<uint8_t> bytes = file.read(expected);
   if (bytes.size() < expected) {
-    fail(file.path(), "truncated: expected " + std::to_string(expected) + " bytes of " + what + ", found " +
+    corrupt(file.path(), "truncated: expected " + std::to_string(expected) + " bytes of " + what + ", found " +
                           std::to_string(bytes.size()));
   }
-  if (bytes.size() > expected) {
-    fail(file.path(), "trailing data after the " + std::to_string(expected) + " bytes of " + what +
-                          " that the header announces");
+  if (const uint64_t extra = file.skip_rest(); extra > 0) {
+    corrupt(file.path(), "trailing data: " + std::to_string(extra) + " bytes after the " + std::to_string(expected) +
+                          " bytes of " + what + " that the header announces");
   }
   return bytes;
 }
@@ -70,7 +72,7 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
     data::FileReader file(images_path);
     const std::vector<uint32_t> sizes = read_header(file, kImageMagic, "image", 3);
     if (sizes[0] == 0 || sizes[1] == 0 || sizes[2] == 0) {
-      fail(images_path, "empty image set (" + std::to_string(sizes[0]) + " images of " + std::to_string(sizes[1]) +
+      corrupt(images_path, "empty image set (" + std::to_string(sizes[0]) + " images of " + std::to_string(sizes[1]) +
                             "x" + std::to_string(sizes[2]) + ")");
     }
     dataset.count = sizes[0];
@@ -82,7 +84,7 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
     const uint64_t image_bytes = uint64_t{sizes[1]} * sizes[2];
     constexpr uint64_t kMaxPixels = uint64_t{1} << 40;
     if (sizes[0] > kMaxPixels / image_bytes) {
-      fail(images_path, "header claims " + std::to_string(sizes[0]) + " images of " + std::to_string(sizes[1]) + "x" +
+      corrupt(images_path, "header claims " + std::to_string(sizes[0]) + " images of " + std::to_string(sizes[1]) + "x" +
                             std::to_string(sizes[2]) + ", over 2^40 pixels");
     }
     const std::vector<uint8_t> bytes = read_payload(file, sizes[0] * image_bytes, "pixels");
@@ -93,14 +95,14 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
     data::FileReader file(labels_path);
     const uint32_t count = read_header(file, kLabelMagic, "label", 1)[0];
     if (count != dataset.count) {
-      fail(labels_path, "holds " + std::to_string(count) + " labels but " + images_path + " holds " +
+      corrupt(labels_path, "holds " + std::to_string(count) + " labels but " + images_path + " holds " +
                             std::to_string(dataset.count) + " images");
     }
     const std::vector<uint8_t> bytes = read_payload(file, count, "labels");
     dataset.labels.resize(bytes.size());
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       if (bytes[i] >= classes) {
-        fail(labels_path, "label " + std::to_string(bytes[i]) + " at index " + std::to_string(i) +
+        corrupt(labels_path, "label " + std::to_string(bytes[i]) + " at index " + std::to_string(i) +
                               " is outside [0, " + std::to_string(classes) + ")");
       }
       dataset.labels[i] = bytes[i];
@@ -124,7 +126,7 @@ Dataset load_mnist_folder(const std::string& folder, const std::string& split) {
     if (std::filesystem::exists(plain, ignored)) return plain.string();
     const std::filesystem::path gz = std::filesystem::path(folder) / (base + ".gz");
     if (std::filesystem::exists(gz, ignored)) return gz.string();
-    fail(folder, "no " + base + " or " + base + ".gz in this folder");
+    data::unreadable(folder, "no " + base + " or " + base + ".gz in this folder");
   };
   const std::string images = find(prefix + "-images-idx3-ubyte");
   return load_idx(images, find(prefix + "-labels-idx1-ubyte"), 10);

@@ -1,7 +1,8 @@
 // DistributedOptimizer: Horovod's DistributedOptimizer over kolo's runtime. The net's
 // grad-ready hook submits each parameter's allreduce the moment backward has finished
-// that gradient (in place on p.grad, or on a float16 copy), so communication overlaps the
-// rest of backward; step() submits whatever the hook did not see, waits, and updates.
+// that gradient (in place on p.grad), so communication overlaps the rest of backward;
+// step() submits whatever the hook did not see, waits, and updates. Float16 compression is
+// the runtime's (AllreduceOptions::compression): it casts in its fusion buffer, on any device.
 //
 // Scaling, as Horovod does it (n = backward passes per step, f = predivide factor):
 //   Average: op Average, prescale 1/n                  -> Σ_r g_r / (n·size)
@@ -11,7 +12,6 @@
 #include <unordered_map>
 
 #include "kolo/models.h"
-#include "models/distributed/fp16.h"
 #include "models/distributed/handles.h"
 
 namespace kolo::models {
@@ -45,8 +45,6 @@ struct DistributedOptimizer::Impl {
     Handle handle;
     bool announced = false;      // the hook has fired for it in this pass
     bool submitted = false;      // its allreduce is in flight (or done) for this step
-    std::vector<uint16_t> wire;  // Compression::FP16 on the host: what travels instead of p.grad
-    bool on_wire = false;        // this step's gradient travels as `wire`
   };
 
   Impl(Module& net, const DistributedOptions& options) : net(net), options(options) {}
@@ -69,17 +67,8 @@ struct DistributedOptimizer::Impl {
     Tensor& grad = s.param->grad;
     const std::string name = options.name_prefix + s.param->name;
     AllreduceOptions reduce = reduce_options();
-    // A GPU gradient cannot be read here: the runtime casts it on the device instead.
-    s.on_wire = options.compression == Compression::FP16 && grad.device().is_cpu();
-    if (s.on_wire) {
-      s.wire.resize(static_cast<std::size_t>(grad.numel()));
-      fp16::compress(grad.data(), grad.numel(), reduce.prescale, s.wire.data());
-      reduce.prescale = 1.0;  // applied by compress
-      s.handle = allreduce_async(name, TensorView{s.wire.data(), DType::Float16, grad.shape()}, reduce);
-    } else {
-      if (options.compression == Compression::FP16) reduce.compression = kolo::Compression::FP16;
-      s.handle = allreduce_async(name, grad.view(), reduce);
-    }
+    if (options.compression == Compression::FP16) reduce.compression = kolo::Compression::FP16;
+    s.handle = allreduce_async(name, grad.view(), reduce);
     s.submitted = true;
   }
 
@@ -96,18 +85,14 @@ struct DistributedOptimizer::Impl {
     if (pass + 1 == options.backward_passes_per_step) submit(s);
   }
 
-  // Submits what is missing, waits for everything, and brings float16 results back.
+  // Submits what is missing and waits for everything.
   Status finish() {
     std::vector<Handle> handles;
     for (Slot& s : slots) {
       if (!s.submitted) submit(s);
       handles.push_back(s.handle);
     }
-    const Status status = distributed_detail::wait_all(handles);
-    if (status.ok())
-      for (Slot& s : slots)
-        if (s.on_wire) fp16::decompress(s.wire.data(), s.param->grad.numel(), s.param->grad.data());
-    return status;
+    return distributed_detail::wait_all(handles);
   }
 
   void end_pass() {

@@ -1,5 +1,5 @@
 #include "kolo/models.h"
-#include "models/backend.h"
+#include "models/kernels.h"
 #include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
@@ -27,7 +27,7 @@ Tensor Conv2d::forward(const Tensor& input) {
   const ConvShape s = conv_shape(options_, input, weight_->name);
   check_device(weight_->value, input.device(), weight_->name, "the input");
   Tensor y = Tensor::uninitialized({s.batch, s.out_channels, s.out_height(), s.out_width()}, input.device());
-  compute(input.device()).conv2d_forward(s, input.data(), weight_->value.data(), bias_ ? bias_->value.data() : nullptr,
+  kernels(input.device()).conv2d_forward(s, input.data(), weight_->value.data(), bias_ ? bias_->value.data() : nullptr,
                            y.data());
   if (is_training()) input_ = input;
   return y;
@@ -37,7 +37,7 @@ Tensor Conv2d::backward(const Tensor& grad_output) {
   const ConvShape s = conv_shape(options_, input_, weight_->name);
   check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
   Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape(), input_.device()) : Tensor();
-  compute(input_.device()).conv2d_backward(s, input_.data(), weight_->value.data(), grad_output.data(),
+  kernels(input_.device()).conv2d_backward(s, input_.data(), weight_->value.data(), grad_output.data(),
                             needs_input_grad() ? dx.data() : nullptr,
                             weight_->grad.data(), bias_ ? bias_->grad.data() : nullptr);
   input_ = Tensor();

@@ -1,5 +1,5 @@
 #include "kolo/models.h"
-#include "models/backend.h"
+#include "models/kernels.h"
 #include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
@@ -16,7 +16,7 @@ Tensor Linear::forward(const Tensor& input) {
                                                  "), got " + shape_string(input.shape()));
   check_device(weight_->value, input.device(), weight_->name, "the input");
   Tensor y = Tensor::uninitialized({input.dim(0), out}, input.device());
-  compute(input.device()).linear_forward(input.dim(0), in, out, input.data(), weight_->value.data(),
+  kernels(input.device()).linear_forward(input.dim(0), in, out, input.data(), weight_->value.data(),
                            bias_ ? bias_->value.data() : nullptr, y.data());
   if (is_training()) input_ = input;
   return y;
@@ -26,7 +26,7 @@ Tensor Linear::backward(const Tensor& grad_output) {
   const int64_t out = weight_->value.dim(0), in = weight_->value.dim(1);
   check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
   Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape(), input_.device()) : Tensor();
-  compute(input_.device()).linear_backward(input_.dim(0), in, out, input_.data(), weight_->value.data(), grad_output.data(),
+  kernels(input_.device()).linear_backward(input_.dim(0), in, out, input_.data(), weight_->value.data(), grad_output.data(),
                             needs_input_grad() ? dx.data() : nullptr, weight_->grad.data(), bias_ ? bias_->grad.data() : nullptr);
   input_ = Tensor();
   if (bias_) grad_ready(*bias_);

@@ -2,14 +2,14 @@
 #include <cstring>
 
 #include "kolo/models.h"
-#include "models/backend.h"
+#include "models/kernels.h"
 #include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
 
 Tensor ReLU::forward(const Tensor& input) {
   Tensor y = input;  // shares storage: in place
-  compute(y.device()).relu_forward(y.numel(), y.data());
+  kernels(y.device()).relu_forward(y.numel(), y.data());
   if (is_training()) output_ = y;
   return y;
 }
@@ -17,7 +17,7 @@ Tensor ReLU::forward(const Tensor& input) {
 Tensor ReLU::backward(const Tensor& grad_output) {
   check_device(grad_output, output_.device(), "ReLU's output gradient", "its output");
   Tensor dx = Tensor::uninitialized(grad_output.shape(), grad_output.device());
-  compute(dx.device()).relu_backward(dx.numel(), output_.data(), grad_output.data(), dx.data());
+  kernels(dx.device()).relu_backward(dx.numel(), output_.data(), grad_output.data(), dx.data());
   output_ = Tensor();
   return dx;
 }
@@ -44,7 +44,7 @@ Tensor MaxPool2d::forward(const Tensor& input) {
   Tensor y = Tensor::uninitialized({s.batch, s.channels, s.out_height(), s.out_width()}, input.device());
   if (argmax_.numel() != y.numel() || !(argmax_.device() == y.device()))
     argmax_ = Tensor::uninitialized({y.numel()}, y.device());
-  compute(input.device()).maxpool_forward(s, input.data(), y.data(), indices(argmax_));
+  kernels(input.device()).maxpool_forward(s, input.data(), y.data(), indices(argmax_));
   input_shape_ = input.shape();
   return y;
 }
@@ -52,7 +52,7 @@ Tensor MaxPool2d::forward(const Tensor& input) {
 Tensor MaxPool2d::backward(const Tensor& grad_output) {
   check_device(grad_output, argmax_.device(), "MaxPool2d's output gradient", "its input");
   Tensor dx = Tensor::uninitialized(input_shape_, grad_output.device());
-  compute(dx.device()).maxpool_backward(pool_shape(options_, input_shape_), grad_output.data(), indices(argmax_),
+  kernels(dx.device()).maxpool_backward(pool_shape(options_, input_shape_), grad_output.data(), indices(argmax_),
                                         dx.data());
   return dx;
 }
@@ -61,14 +61,14 @@ Tensor GlobalAvgPool::forward(const Tensor& input) {
   check_planes(input, "GlobalAvgPool");
   const int64_t planes = input.dim(0) * input.dim(1), hw = input.dim(2) * input.dim(3);
   Tensor y = Tensor::uninitialized({input.dim(0), input.dim(1)}, input.device());
-  compute(input.device()).global_avg_pool_forward(planes, hw, input.data(), y.data());
+  kernels(input.device()).global_avg_pool_forward(planes, hw, input.data(), y.data());
   input_shape_ = input.shape();
   return y;
 }
 
 Tensor GlobalAvgPool::backward(const Tensor& grad_output) {
   Tensor dx = Tensor::uninitialized(input_shape_, grad_output.device());
-  compute(dx.device()).global_avg_pool_backward(grad_output.numel(), input_shape_[2] * input_shape_[3],
+  kernels(dx.device()).global_avg_pool_backward(grad_output.numel(), input_shape_[2] * input_shape_[3],
                                                 grad_output.data(), dx.data());
   return dx;
 }
@@ -110,20 +110,16 @@ Tensor Dropout::backward(const Tensor& grad_output) {
   return dx;
 }
 
-// out = in · mask, element by element (in float32 on both devices: the same products).
+// out = in · mask, element by element (in float32 on every device: the same products).
 void Dropout::apply_mask(const Tensor& in, Tensor& out) const {
-  if (!in.device().is_cpu()) {
-    compute(in.device()).multiply(in.numel(), in.data(), mask_.data(), out.data());
-    return;
-  }
-  for (int64_t i = 0; i < in.numel(); ++i) out[i] = in[i] * mask_[i];
+  kernels(in.device()).multiply(in.numel(), in.data(), mask_.data(), out.data());
 }
 
 Tensor ZeroPad2d::forward(const Tensor& input) {
   check_planes(input, "ZeroPad2d");
   const int64_t N = input.dim(0), C = input.dim(1), H = input.dim(2), W = input.dim(3), p = padding_;
   Tensor y = Tensor::uninitialized({N, C, H + 2 * p, W + 2 * p}, input.device());
-  compute(input.device()).zero_pad_forward(N * C, H, W, p, input.data(), y.data());
+  kernels(input.device()).zero_pad_forward(N * C, H, W, p, input.data(), y.data());
   return y;
 }
 
@@ -132,7 +128,7 @@ Tensor ZeroPad2d::backward(const Tensor& grad_output) {
   const int64_t N = grad_output.dim(0), C = grad_output.dim(1), p = padding_;
   const int64_t H = grad_output.dim(2) - 2 * p, W = grad_output.dim(3) - 2 * p;
   Tensor dx = Tensor::uninitialized({N, C, H, W}, grad_output.device());
-  compute(dx.device()).zero_pad_backward(N * C, H, W, p, grad_output.data(), dx.data());
+  kernels(dx.device()).zero_pad_backward(N * C, H, W, p, grad_output.data(), dx.data());
   return dx;
 }
 

@@ -1,7 +1,7 @@
 // ResNet v1 in torchvision's layout and naming: BasicBlock (18, 34) and Bottleneck with the
 // stride on the 3×3 convolution (50, 101, 152, "ResNet v1.5").
 #include "kolo/models.h"
-#include "models/backend.h"
+#include "models/kernels.h"
 #include "nets.h"
 
 namespace kolo::models {
@@ -51,7 +51,7 @@ class ResidualBlock : public Module {
   Tensor forward(const Tensor& x) override {
     Tensor y = x;
     for (ConvBn& u : units_) y = u.forward(y);
-    compute(y.device()).add_into(y.numel(), y.data(), (downsample_ ? downsample_->forward(x) : x).data());
+    kernels(y.device()).add_into(y.numel(), y.data(), (downsample_ ? downsample_->forward(x) : x).data());
     return relu_->forward(y);
   }
 
@@ -60,7 +60,7 @@ class ResidualBlock : public Module {
     Tensor dx = g;
     for (auto it = units_.rbegin(); it != units_.rend(); ++it) dx = it->backward(dx);
     const Tensor shortcut = downsample_ ? downsample_->backward(g) : g;
-    compute(dx.device()).add_into(dx.numel(), dx.data(), shortcut.data());
+    kernels(dx.device()).add_into(dx.numel(), dx.data(), shortcut.data());
     return dx;
   }
 

@@ -3,7 +3,7 @@
 // momentum 0.99 (PyTorch convention: 0.01). Names follow Keras' layer names with
 // PyTorch-style suffixes: conv2_block1_preact_bn.weight, conv2_block1_1_conv.weight, ...
 #include "kolo/models.h"
-#include "models/backend.h"
+#include "models/kernels.h"
 #include "nets.h"
 
 namespace kolo::models {
@@ -44,7 +44,7 @@ class PreactBlock : public Module {
                                              : x;
     Tensor y = relu1_->forward(bn1_->forward(conv1_->forward(preact)));
     y = conv3_->forward(relu2_->forward(bn2_->forward(conv2_->forward(y))));
-    compute(y.device()).add_into(y.numel(), y.data(), shortcut.data());
+    kernels(y.device()).add_into(y.numel(), y.data(), shortcut.data());
     return y;
   }
 
@@ -54,12 +54,12 @@ class PreactBlock : public Module {
     Tensor d_preact = conv1_->backward(bn1_->backward(relu1_->backward(d)));
     if (shortcut_conv_) {
       const Tensor d_shortcut = shortcut_conv_->backward(g);
-      compute(d_preact.device()).add_into(d_preact.numel(), d_preact.data(), d_shortcut.data());
+      kernels(d_preact.device()).add_into(d_preact.numel(), d_preact.data(), d_shortcut.data());
     }
     Tensor dx = preact_bn_->backward(preact_relu_->backward(d_preact));
     if (!shortcut_conv_) {
       const Tensor d_shortcut = shortcut_pool_ ? shortcut_pool_->backward(g) : g;
-      compute(dx.device()).add_into(dx.numel(), dx.data(), d_shortcut.data());
+      kernels(dx.device()).add_into(dx.numel(), dx.data(), d_shortcut.data());
     }
     return dx;
   }

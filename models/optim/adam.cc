@@ -1,10 +1,9 @@
 // Adam (not AdamW: weight decay is added to the gradient): torch.optim.Adam's update (1.13,
-// amsgrad off), element by element in float32; bias corrections in double, as PyTorch
-// computes them in Python floats.
+// amsgrad off), element by element in float32 (Kernels::adam_step, all parameters in one
+// call); bias corrections in double, as PyTorch computes them in Python floats.
 #include <cmath>
 
-#include "models/backend.h"
-#include "models/cpu/thread_pool.h"
+#include "models/kernels.h"
 #include "models/optim/common.h"
 
 namespace kolo::models {
@@ -38,45 +37,15 @@ void Adam::step() {
   const double t = static_cast<double>(steps_);
   const double bias_correction1 = 1 - std::pow(options_.beta1, t);
   const double bias_correction2 = 1 - std::pow(options_.beta2, t);
-  const float neg_step_size = static_cast<float>(-(lr_ / bias_correction1));
-  const float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  const float beta1 = static_cast<float>(options_.beta1), one_minus_beta1 = static_cast<float>(1 - options_.beta1);
-  const float beta2 = static_cast<float>(options_.beta2), one_minus_beta2 = static_cast<float>(1 - options_.beta2);
-  const float eps = static_cast<float>(options_.eps);
-  const float decay = static_cast<float>(options_.weight_decay);
-  const bool use_decay = options_.weight_decay != 0;
-
-  if (!device.is_cpu()) {
-    std::vector<Backend::UpdateTensors> tensors;
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      tensors.push_back({params_[i]->value.data(), params_[i]->grad.data(), m_[i].data(), v_[i].data(),
-                         params_[i]->value.numel()});
-    compute(device).adam_step(tensors, {.neg_step_size = neg_step_size, .bias_correction2_sqrt = bias_correction2_sqrt,
-                                        .beta1 = beta1, .one_minus_beta1 = one_minus_beta1, .beta2 = beta2,
-                                        .one_minus_beta2 = one_minus_beta2, .eps = eps, .weight_decay = decay});
-    return;
-  }
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    Parameter& param = *params_[i];
-    float* p = param.value.data();
-    const float* g = param.grad.data();
-    float* m = m_[i].data();
-    float* v = v_[i].data();
-    const int64_t n = param.value.numel();
-    // Memory-bound, and on one thread it was 8 % of a 2-thread ResNet-18 step.
-    cpu::parallel_for_elements(n, [&](int64_t begin, int64_t end) {
-      for (int64_t j = begin; j < end; ++j) {
-        float grad = g[j];
-        if (use_decay) grad = grad + decay * p[j];
-        // The groupings follow PyTorch's kernels: mul_ then add_; addcmul is
-        // self + (value * t1) * t2; addcdiv is self + (value * t1) / t2.
-        m[j] = m[j] * beta1 + one_minus_beta1 * grad;
-        v[j] = v[j] * beta2 + one_minus_beta2 * grad * grad;
-        const float denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
-        p[j] = p[j] + neg_step_size * m[j] / denom;
-      }
-    });
-  }
+  kernels(device).adam_step(update_tensors(params_, m_, v_),
+                            {.neg_step_size = static_cast<float>(-(lr_ / bias_correction1)),
+                             .bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2)),
+                             .beta1 = static_cast<float>(options_.beta1),
+                             .one_minus_beta1 = static_cast<float>(1 - options_.beta1),
+                             .beta2 = static_cast<float>(options_.beta2),
+                             .one_minus_beta2 = static_cast<float>(1 - options_.beta2),
+                             .eps = static_cast<float>(options_.eps),
+                             .weight_decay = static_cast<float>(options_.weight_decay)});
 }
 
 OptimizerState Adam::state() const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kolo/models.h"
+#include "models/kernels.h"
 
 namespace kolo::models::optim_detail {
 
@@ -43,6 +44,11 @@ void follow_parameters(std::vector<Tensor>& buffers, const std::vector<Parameter
 // The device every parameter (value and grad) is on: the CPU for none; throws kolo::Error
 // naming a parameter elsewhere.
 Device parameters_device(const std::vector<Parameter*>& params, const std::string& optimizer);
+
+// What a Kernels optimizer step gets: each parameter's value and gradient, with its
+// buffers from `state1` and `state2` (null where a vector is empty: SGD without momentum).
+std::vector<Kernels::UpdateTensors> update_tensors(const std::vector<Parameter*>& params, std::vector<Tensor>& state1,
+                                                   std::vector<Tensor>& state2);
 
 // The scalar `name`, or `fallback` if the state does not have it.
 double scalar_or(const OptimizerState& state, const std::string& name, double fallback);

@@ -70,6 +70,15 @@ Device parameters_device(const std::vector<Parameter*>& params, const std::strin
   return device;
 }
 
+std::vector<Kernels::UpdateTensors> update_tensors(const std::vector<Parameter*>& params, std::vector<Tensor>& state1,
+                                                   std::vector<Tensor>& state2) {
+  std::vector<Kernels::UpdateTensors> tensors;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    tensors.push_back({params[i]->value.data(), params[i]->grad.data(), state1.empty() ? nullptr : state1[i].data(),
+                       state2.empty() ? nullptr : state2[i].data(), params[i]->value.numel()});
+  return tensors;
+}
+
 std::vector<std::vector<float>> load_buffers(const OptimizerState& state, const std::string& kind,
                                              const std::vector<Parameter*>& params, const std::string& optimizer) {
   std::vector<std::vector<float>> buffers;

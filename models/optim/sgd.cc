@@ -1,9 +1,7 @@
 // SGD with momentum, dampening, Nesterov and weight decay: torch.optim.SGD's update (1.13),
-// element by element in float32 with the hyper-parameters rounded to float as PyTorch does.
-// Parameters on a GPU are updated all at once by the backend (Backend::sgd_step), with the
-// same rules.
-#include "models/backend.h"
-#include "models/cpu/thread_pool.h"
+// element by element in float32 with the hyper-parameters rounded to float as PyTorch does
+// (Kernels::sgd_step, all parameters in one call).
+#include "models/kernels.h"
 #include "models/optim/common.h"
 
 namespace kolo::models {
@@ -25,11 +23,6 @@ SGD::SGD(std::vector<Parameter*> params, const SgdOptions& options)
 
 void SGD::step() {
   const bool use_momentum = options_.momentum != 0;
-  const bool use_decay = options_.weight_decay != 0;
-  const float decay = static_cast<float>(options_.weight_decay);
-  const float momentum = static_cast<float>(options_.momentum);
-  const float keep = static_cast<float>(1 - options_.dampening);  // PyTorch's alpha = 1 - dampening
-  const float neg_lr = static_cast<float>(-lr_);
   // PyTorch creates the buffer on the first step as a copy of the update (no dampening).
   const bool first = use_momentum && momentum_.empty();
   for (const Parameter* p : params_) check_grad(*p, name());
@@ -38,34 +31,14 @@ void SGD::step() {
     for (const Parameter* p : params_) momentum_.push_back(Tensor::uninitialized(p->value.shape(), device));
   follow_parameters(momentum_, params_);
 
-  if (!device.is_cpu()) {
-    std::vector<Backend::UpdateTensors> tensors;
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      tensors.push_back({params_[i]->value.data(), params_[i]->grad.data(),
-                         use_momentum ? momentum_[i].data() : nullptr, nullptr, params_[i]->value.numel()});
-    compute(device).sgd_step(tensors, {.neg_lr = neg_lr, .momentum = momentum, .weight_decay = decay,
-                                       .keep = keep, .nesterov = options_.nesterov, .first = first});
-    return;
-  }
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    Parameter& param = *params_[i];
-    float* p = param.value.data();
-    const float* g = param.grad.data();
-    const int64_t n = param.value.numel();
-    float* buf = use_momentum ? momentum_[i].data() : nullptr;
-    // Memory-bound, and on one thread it was 8 % of a 2-thread ResNet-18 step.
-    cpu::parallel_for_elements(n, [&](int64_t begin, int64_t end) {
-      for (int64_t j = begin; j < end; ++j) {
-        float d = g[j];
-        if (use_decay) d = d + decay * p[j];
-        if (use_momentum) {
-          buf[j] = first ? d : buf[j] * momentum + keep * d;
-          d = options_.nesterov ? d + momentum * buf[j] : buf[j];
-        }
-        p[j] = p[j] + neg_lr * d;
-      }
-    });
-  }
+  std::vector<Tensor> no_second_buffer;
+  kernels(device).sgd_step(update_tensors(params_, momentum_, no_second_buffer),
+                           {.neg_lr = static_cast<float>(-lr_),
+                            .momentum = static_cast<float>(options_.momentum),
+                            .weight_decay = static_cast<float>(options_.weight_decay),
+                            .keep = static_cast<float>(1 - options_.dampening),  // PyTorch's alpha
+                            .nesterov = options_.nesterov,
+                            .first = first});
 }
 
 OptimizerState SGD::state() const {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cuda_check.h"
-#include "kernels.h"
+#include "batched_convert.h"
 
 namespace kolo::ops::cuda {
 

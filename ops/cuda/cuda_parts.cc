@@ -4,6 +4,7 @@
 
 #include "cuda_check.h"
 #include "cuda_device.h"
+#include "device_guard.h"
 #include "ops/gpu_path.h"
 #ifdef KOLO_WITH_NCCL
 #include "nccl_backend.h"
@@ -11,11 +12,6 @@
 
 namespace kolo::ops {
 namespace {
-
-std::string cuda_problem(cudaError_t error) {
-  (void)cudaGetLastError();
-  return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
-}
 
 class CudaParts final : public GpuParts {
  public:
@@ -46,12 +42,12 @@ class CudaParts final : public GpuParts {
   std::string check(const TensorView& view) override {
     int count = 0;
     if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
-      return "no CUDA device is usable (" + cuda_problem(e) + ")";
+      return "no CUDA device is usable (" + cuda::describe_cuda_error(e) + ")";
     if (view.device.index < 0 || view.device.index >= count)
       return "this machine has " + std::to_string(count) + " CUDA device(s)";
     cudaPointerAttributes attributes{};
     if (cudaError_t e = cudaPointerGetAttributes(&attributes, view.data); e != cudaSuccess)
-      return "CUDA does not know its data pointer (" + cuda_problem(e) + ")";
+      return "CUDA does not know its data pointer (" + cuda::describe_cuda_error(e) + ")";
     if (attributes.type == cudaMemoryTypeManaged) return "";
     if (attributes.type != cudaMemoryTypeDevice) return "its data is host memory, not memory of that device";
     if (attributes.device != view.device.index)
@@ -71,7 +67,7 @@ class CudaParts final : public GpuParts {
 #ifdef KOLO_WITH_NCCL
     return cuda::make_nccl_backend(comm, ops, timeout);
 #else
-    throw Error(StatusCode::InvalidArgument, "kolo: this build of kolo has no NCCL");
+    throw Error(StatusCode::Unsupported, "kolo: this build of kolo has no NCCL");
 #endif
   }
 };

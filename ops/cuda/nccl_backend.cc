@@ -10,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "cuda_check.h"
 #include "ops/mpi_backend.h"
 
 namespace kolo::ops::cuda {
@@ -203,8 +202,11 @@ class NcclBackend final : public Backend {
     }
     if (result == ncclSuccess) return;
     std::string detail = comm_ != nullptr ? ncclGetLastError(comm_) : "";
-    throw Error(StatusCode::CommFailure, std::string("kolo: NCCL error in ") + what + ": " +
-                                             ncclGetErrorString(result) + (detail.empty() ? "" : " (" + detail + ")"));
+    // A CUDA call that failed inside NCCL is the device's error; the others (system,
+    // network, remote, usage) are the communication's.
+    const StatusCode code = result == ncclUnhandledCudaError ? StatusCode::DeviceError : StatusCode::CommFailure;
+    throw Error(code, std::string("kolo: NCCL error in ") + what + ": " + ncclGetErrorString(result) +
+                          (detail.empty() ? "" : " (" + detail + ")"));
   }
 
   DeviceOps& ops_;

@@ -14,6 +14,7 @@
 #include "common/evaluator.h"
 #include "common/format.h"
 #include "common/metrics_csv.h"
+#include "support/status.h"
 
 using namespace kolo::examples;
 namespace models = kolo::models;
@@ -92,7 +93,8 @@ TEST_CASE("the metrics CSV has a header and one row per epoch; a resumed run kee
 }
 
 TEST_CASE("an unwritable metrics CSV is an error naming the file", "[metrics]") {
-  CHECK_THROWS_WITH(MetricsCsv("/nonexistent-kolo-dir/m.csv", 0), Catch::Contains("/nonexistent-kolo-dir/m.csv"));
+  CHECK_THROWS_MATCHES(MetricsCsv("/nonexistent-kolo-dir/m.csv", 0), kolo::Error,
+                       kolo_test::HasCode(kolo::StatusCode::IoError, "/nonexistent-kolo-dir/m.csv"));
 }
 
 TEST_CASE("the checkpoint folder finds the newest epoch and keeps the newest files", "[checkpoint]") {

@@ -18,37 +18,21 @@ Cases:
   device            --device: a bad name fails once, naming the choices; cuda trains on a GPU
                     or, without one, fails once saying none is visible; cpu trains.
 """
-import argparse
 import csv
 import gzip
 import os
 import random
 import re
-import shlex
-import shutil
 import struct
-import subprocess
 import sys
 
-SKIP = 77
+from example_runner import SKIP, check, fresh, run_case
 EPOCH_LINE = re.compile(
     r"^epoch (\d+)/(\d+) - ([\d,]+) steps - [\dhms.]+s - loss (\d+\.\d{4}) - acc (\d\.\d{4})"
     r" - val_acc (\d\.\d{4}) - ([\d,]+) img/s$")
 SUMMARY_LINE = re.compile(
     r"^test accuracy (\d\.\d{4}) on ([\d,]+) images - (\d+) epochs? in \S+ \(total \S+\) - [\d,]+ img/s"
     r" - (\d+) ranks? x (\d+) threads?$")
-
-
-def fail(message, output=""):
-    if output:
-        print("---- output ----\n" + output + "\n----------------")
-    print("FAILED: " + message)
-    sys.exit(1)
-
-
-def check(condition, message, output=""):
-    if not condition:
-        fail(message, output)
 
 
 # ---- a small learnable data set in the MNIST format ---------------------------------------
@@ -86,23 +70,7 @@ def write_synthetic_mnist(folder, train_count=1024, test_count=300, seed=5):
         write_idx(os.path.join(folder, f"{split}-labels-idx1-ubyte{suffix}"), 0x801, (count,), labels, compress)
 
 
-# ---- running the example ----------------------------------------------------------------------
-
-class Runner:
-    def __init__(self, args):
-        self.exe, self.mpiexec, self.mpi_flags = args.exe, args.mpiexec, shlex.split(args.mpiexec_flags)
-
-    def run(self, ranks, *flags, timeout=240):
-        command = [self.mpiexec, "-np", str(ranks), *self.mpi_flags, self.exe, *flags]
-        print("$ " + " ".join(command), flush=True)
-        try:
-            done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            fail(f"no answer within {timeout} s: {command}", (e.stdout or b"").decode(errors="replace"))
-        print(done.stdout + done.stderr)
-        return done
-
+# ---- reading what it printed and wrote --------------------------------------------------------
 
 def epoch_lines(output):
     return [EPOCH_LINE.match(line) for line in output.splitlines() if EPOCH_LINE.match(line)]
@@ -111,12 +79,6 @@ def epoch_lines(output):
 def read_csv(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
-
-
-def fresh(folder):
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
-    return folder
 
 
 # ---- cases --------------------------------------------------------------------------------------
@@ -272,18 +234,5 @@ CASES = {"learns-synthetic": learns_synthetic, "fashion-subset": fashion_subset,
          "bad-flags": bad_flags, "missing-data": missing_data, "device": device_flag}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=sorted(CASES))
-    parser.add_argument("--exe", required=True)
-    parser.add_argument("--work", required=True)
-    parser.add_argument("--mpiexec", required=True)
-    parser.add_argument("--mpiexec-flags", default="", help="one string, split like a shell's words")
-    args = parser.parse_args()
-    work = fresh(os.path.join(args.work, args.case))
-    CASES[args.case](Runner(args), work)
-    print("OK")
-
-
 if __name__ == "__main__":
-    main()
+    run_case(CASES, __doc__)

@@ -122,7 +122,8 @@ std::vector<std::string> test_environment(const std::vector<std::string>& extra)
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;
-    if (text.rfind("KOLO_MPIRUN=", 0) == 0 || text.rfind("SLURM_", 0) == 0 || replaced(text))
+    if (text.rfind("KOLO_MPIRUN=", 0) == 0 || text.rfind("SLURM_", 0) == 0 ||
+        text.rfind("OMPI_MCA_rmaps_base_oversubscribe=", 0) == 0 || replaced(text))
       continue;
     env.push_back(text);
   }

@@ -46,7 +46,8 @@ Outcome run(const std::vector<std::string>& argv, const std::vector<std::string>
             std::chrono::milliseconds bound = std::chrono::seconds(120));
 
 // This process's environment without the variables that would change kolorun's choices
-// (KOLO_MPIRUN, SLURM_*), plus `extra` NAME=VALUE entries.
+// (KOLO_MPIRUN, SLURM_*, OMPI_MCA_rmaps_base_oversubscribe, which tools/common.sh exports),
+// plus `extra` NAME=VALUE entries.
 std::vector<std::string> test_environment(const std::vector<std::string>& extra = {});
 
 // Whether `pid` is a live process (a zombie is not).

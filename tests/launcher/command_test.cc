@@ -54,13 +54,50 @@ TEST_CASE("mpirun as horovodrun runs it: tagged output, slots filled in order, n
           "[command]") {
   const LaunchCommand c = build_mpirun_command(options_for(2), {}, machine());
   CHECK(c.argv == concat({"mpirun", "--tag-output", "-np", "2", "-bind-to", "none", "-map-by", "slot", "--mca",
-                          "mpi_yield_when_idle", "1"},
+                          "mpi_yield_when_idle", "1", "--mca", "oob_tcp_keepalive_time", "5", "--mca",
+                          "oob_tcp_keepalive_intvl", "2", "--mca", "oob_tcp_keepalive_probes", "3"},
                          kRanks));
   CHECK(c.set.empty());
   CHECK(c.unset.empty());
   CHECK(format_command(c) ==
         "mpirun --tag-output -np 2 -bind-to none -map-by slot --mca mpi_yield_when_idle 1 "
+        "--mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3 "
         "/opt/kolo/bin/kolorun --rank-exec train --epochs 1");
+}
+
+TEST_CASE("mpirun's daemons probe their links every few seconds, unless the user chose otherwise", "[command]") {
+  LaunchOptions o = options_for(2);
+  // Each of the three is left out when the user gave it, in the environment or --mpi-args.
+  const LaunchCommand from_env =
+      build_mpirun_command(o, {}, machine({"OMPI_MCA_oob_tcp_keepalive_time=60"}));
+  CHECK_FALSE(has_word(from_env.argv, "oob_tcp_keepalive_time"));
+  CHECK(has_piece(from_env.argv, {"--mca", "oob_tcp_keepalive_intvl", "2"}));
+  CHECK(has_piece(from_env.argv, {"--mca", "oob_tcp_keepalive_probes", "3"}));
+  o.mpi_args = {"--mca", "oob_tcp_keepalive_probes", "9"};
+  const LaunchCommand from_args = build_mpirun_command(o, {}, machine());
+  CHECK(has_piece(from_args.argv, {"--mca", "oob_tcp_keepalive_time", "5"}));
+  CHECK_FALSE(has_piece(from_args.argv, {"--mca", "oob_tcp_keepalive_probes", "3"}));
+  CHECK(has_piece(from_args.argv, {"--mca", "oob_tcp_keepalive_probes", "9"}));
+  // srun starts the ranks without Open MPI's daemons: nothing to probe.
+  o = options_for(2);
+  o.launcher = LauncherChoice::Srun;
+  const LaunchCommand srun = build_command(o, {}, machine({"SLURM_JOB_ID=42"}));
+  for (const EnvVar& var : srun.set) CHECK(var.name.find("keepalive") == std::string::npos);
+  CHECK_FALSE(has_word(srun.argv, "oob_tcp_keepalive_time"));
+}
+
+TEST_CASE("srun ends the step when a task fails, unless the user chose otherwise", "[command][slurm]") {
+  LaunchOptions o = options_for(2);
+  o.launcher = LauncherChoice::Srun;
+  CHECK(has_word(build_command(o, {}, machine({"SLURM_JOB_ID=42"})).argv, "--kill-on-bad-exit=1"));
+  CHECK_FALSE(has_word(build_command(o, {}, machine({"SLURM_JOB_ID=42", "SLURM_KILL_BAD_EXIT=0"})).argv,
+                       "--kill-on-bad-exit=1"));
+  for (const std::string choice : {"--kill-on-bad-exit=0", "-K0"}) {
+    o.mpi_args = {choice};
+    const Words argv = build_command(o, {}, machine({"SLURM_JOB_ID=42"})).argv;
+    CHECK_FALSE(has_word(argv, "--kill-on-bad-exit=1"));
+    CHECK(has_word(argv, choice));
+  }
 }
 
 TEST_CASE("MPI yields the core while a rank waits, unless the user chose otherwise", "[command]") {
@@ -92,13 +129,16 @@ TEST_CASE("as root mpirun gets --allow-run-as-root and the OMPI_ALLOW_RUN_AS_ROO
                                          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun "));
 }
 
-TEST_CASE("mpirun gets --oversubscribe only for more ranks than local cores and no host list", "[command]") {
-  CHECK_FALSE(has_word(build_mpirun_command(options_for(2), {}, machine()).argv, "--oversubscribe"));
-  CHECK(has_word(build_mpirun_command(options_for(3), {}, machine()).argv, "--oversubscribe"));
+TEST_CASE("mpirun and srun get --oversubscribe (--overcommit) only when it is asked for", "[command]") {
+  CHECK_FALSE(has_word(build_mpirun_command(options_for(3), {}, machine()).argv, "--oversubscribe"));
+  LaunchOptions o = options_for(4);
+  o.oversubscribe = true;
+  const LaunchCommand c = build_mpirun_command(o, {{"node0", 2}}, machine());
+  CHECK(has_piece(c.argv, {"-np", "4", "-H", "node0:2", "-bind-to", "none", "-map-by", "slot", "--oversubscribe"}));
   const std::vector<HostSlots> hosts = {{"node0", 2}, {"node1", 2}};
-  const LaunchCommand c = build_mpirun_command(options_for(4), hosts, machine());
-  CHECK_FALSE(has_word(c.argv, "--oversubscribe"));
-  CHECK(has_piece(c.argv, {"-np", "4", "-H", "node0:2,node1:2", "-bind-to", "none"}));
+  CHECK_FALSE(has_word(build_mpirun_command(options_for(4), hosts, machine()).argv, "--oversubscribe"));
+  CHECK(has_piece(build_srun_command(o, {}, machine({"SLURM_JOB_ID=42"})).argv, {"--kill-on-bad-exit=1", "--overcommit"}));
+  CHECK_FALSE(has_word(build_srun_command(options_for(4), {}, machine({"SLURM_JOB_ID=42"})).argv, "--overcommit"));
 }
 
 TEST_CASE("a hostfile goes to mpirun as it is", "[command]") {
@@ -169,7 +209,7 @@ TEST_CASE("every KOLO_, HOROVOD_ and NCCL_ variable present is forwarded with -x
                                          "HOROVOD_FUSION_THRESHOLD=1024", "KOLOX=1", "MY_KOLO_A=1",
                                          "HOROVOD_=1"});
   const LaunchCommand c = build_mpirun_command(options_for(2), {}, context);
-  CHECK(has_piece(c.argv, {"mpi_yield_when_idle", "1", "-x", "HOROVOD_FUSION_THRESHOLD", "-x", "KOLO_CYCLE_TIME", "-x",
+  CHECK(has_piece(c.argv, {"oob_tcp_keepalive_probes", "3", "-x", "HOROVOD_FUSION_THRESHOLD", "-x", "KOLO_CYCLE_TIME", "-x",
                            "NCCL_DEBUG", "/opt/kolo/bin/kolorun"}));
   CHECK(std::count(c.argv.begin(), c.argv.end(), "-x") == 3);
 }

@@ -82,3 +82,45 @@ TEST_CASE("the failure report names the rank, its host, its code and its last li
              Contains("srun exited with code 5"));
   std::fclose(sink);
 }
+
+TEST_CASE("kolo's line is reported with the rank that did not answer and that rank's last lines", "[exit]") {
+  std::FILE* sink = std::tmpfile();
+  JobOutput output({3, "", false, sink, sink, 20});
+  output.add(Stream::Stderr, {0, "kolorun-rank-started host=node0 pid=40 start=1", true});
+  output.add(Stream::Stderr, {2, "kolorun-rank-started host=node1 pid=42 start=1", true});
+  output.add(Stream::Stdout, {2, "rank 2 iter 7", true});
+  const KoloFatal fatal{0, "kolo: allreduce of 'loop' made no progress for 5 s", {2}, 70};
+  CHECK(describe_kolo_fatal(fatal, output) ==
+        "kolorun: kolo on rank 0 (on node0) ended the job: kolo: allreduce of 'loop' made no progress for 5 s; "
+        "rank 2 (on node1) did not answer the roll call; rank 2's last lines:\n"
+        "  [2]<stdout>:rank 2 iter 7\n");
+  CHECK(describe_kolo_fatal({0, "why", {1, 2}, 70}, output) ==
+        "kolorun: kolo on rank 0 (on node0) ended the job: why; ranks 1, 2 (on node1) did not answer the roll "
+        "call; rank 1 printed nothing\n");
+  CHECK(describe_kolo_fatal({2, "why", {}, 70}, output) ==
+        "kolorun: kolo on rank 2 (on node1) ended the job: why; every rank answered the roll call; its last lines:\n"
+        "  [2]<stdout>:rank 2 iter 7\n");
+  std::fclose(sink);
+}
+
+TEST_CASE("mpirun's lost daemon is reported with its host and the ranks that ran there", "[exit]") {
+  // Open MPI 4.1.4 when the link to node1 was cut (tests/faults, kolo's timeouts above the keepalive).
+  const std::deque<std::string> lines = lines_of(
+      "--------------------------------------------------------------------------\n"
+      "ORTE has lost communication with a remote daemon.\n"
+      "\n"
+      "  HNP daemon   : [[10520,0],0] on node node0\n"
+      "  Remote daemon: [[10520,0],1] on node node1\n"
+      "\n"
+      "This is usually due to either a failure of the TCP network\n");
+  REQUIRE(find_lost_host(lines) == "node1");
+  CHECK_FALSE(find_lost_host(lines_of("  Remote daemon: [[10520,0],1] on node node1\n")));  // no loss reported
+  std::FILE* sink = std::tmpfile();
+  JobOutput output({3, "", false, sink, sink, 20});
+  output.add(Stream::Stderr, {2, "kolorun-rank-started host=node1 pid=42 start=1", true});
+  output.add(Stream::Stderr, {0, "kolorun-rank-started host=node0 pid=40 start=1", true});
+  CHECK(describe_lost_host("node1", output, 205) ==
+        "kolorun: mpirun lost its daemon on node1 (rank 2 ran there): that host or its network link failed; mpirun "
+        "exited with code 205\n");
+  std::fclose(sink);
+}

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <thread>
 #include <vector>
 
 #include "child_process.h"
+#include "kolo/kolo.h"
 
 using namespace kolo::launcher_test;
 using Catch::Matchers::Contains;
@@ -179,7 +181,7 @@ TEST_CASE("the timeline-mark-cycles flag reaches the runtime, and a Horovod vari
 
 TEST_CASE("an MPI program runs on every rank with MPI wired up", "[kolorun][mpi]") {
   for (const Words& extra : {Words{}, Words{"--network-interface", "lo"}}) {
-    Words args = {"-np", "3"};
+    Words args = {"-np", "3", "--oversubscribe"};  // more ranks than a small machine's cores
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back(MPI_PROGRAM);
     const Outcome r = run(kolorun(args), test_environment());
@@ -272,6 +274,97 @@ TEST_CASE("a launcher deaf to SIGTERM is SIGKILLed after --kill-grace", "[koloru
   CHECK_FALSE(process_alive(std::stoi(read_file(pid_file))));
 }
 
+// ---- the bound after a failure -----------------------------------------------------------
+
+namespace {
+
+// Each rank's pid from its "[R]<stdout>:pid=P" line.
+std::map<int, pid_t> rank_pids(const std::string& out) {
+  std::map<int, pid_t> pids;
+  static const std::regex line(R"(\[(\d+)\]<stdout>:pid=(\d+))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it)
+    pids[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  return pids;
+}
+
+}  // namespace
+
+TEST_CASE("ranks still running --kill-after-failure seconds after a rank failed are killed and named",
+          "[kolorun][failure]") {
+  // The stand-in mpirun ends nothing: kolorun's bound alone ends the job.
+  for (const std::string mpirun_exits : {"", "70"}) {
+    CAPTURE(mpirun_exits);
+    const Outcome r = run(kolorun({"-np", "3", "--oversubscribe", "--kill-after-failure", "1", RANK_PROGRAM, "fatal", "0"}),
+                          test_environment({std::string("KOLO_MPIRUN=") + STUCK_MPIRUN,
+                                            "STUCK_MPIRUN_EXIT=" + mpirun_exits}),
+                          60s);
+    CHECK(r.exit_code == 70);
+    CHECK(r.seconds < 8);
+    const std::map<int, pid_t> pids = rank_pids(r.out);
+    REQUIRE(pids.size() == 3);
+    CHECK(all_gone({pids.at(0), pids.at(1), pids.at(2)}, 2s));
+    for (int rank : {1, 2})
+      CHECK_THAT(r.err, Contains("kolorun: rank " + std::to_string(rank) + " (host " + host_name() + ", pid " +
+                                 std::to_string(pids.at(rank)) +
+                                 ") was still running 1 s after a rank failed: killed it (SIGKILL)"));
+    CHECK_THAT(r.err, !Contains("rank 0 (host"));  // it had exited
+    if (mpirun_exits.empty()) CHECK_THAT(r.err, Contains("kolorun: mpirun still runs 1 s after a rank failed: killing it"));
+    else CHECK_THAT(r.err, !Contains("mpirun still runs"));
+    CHECK_THAT(r.err, Contains("kolorun: kolo on rank 0 (on " + host_name() +
+                               ") ended the job: a test fault; every rank answered the roll call; its last lines:"));
+  }
+}
+
+TEST_CASE("what a failed job left on another host is killed through the remote agent",
+          "[kolorun][failure]") {
+  // Rank 2 runs "on a host cut off from mpirun" (stuck_mpirun.sh): under a stand-in daemon
+  // that killing mpirun does not end. The agent is fake_ssh.sh, which reaches it here.
+  const std::regex killed_line(
+      R"(kolorun: (rank 2|the parent of rank 2) \(host kolo-test-remote, pid (\d+), [^)]+\) was still running: )"
+      R"(killed it \(SIGKILL, through fake_ssh.sh\))");
+  // Stuck: kolorun kills mpirun at the bound, then asks the host. Exiting: mpirun says it
+  // lost that host's daemon and exits; kolorun waits for the bound, then asks the host.
+  for (const std::string mpirun_exits : {"", "70"}) {
+    CAPTURE(mpirun_exits);
+    const Outcome r = run(kolorun({"-np", "3", "--oversubscribe", "--kill-after-failure", "1", RANK_PROGRAM, "fatal", "0"}),
+                          test_environment({std::string("KOLO_MPIRUN=") + STUCK_MPIRUN, "STUCK_MPIRUN_REMOTE_RANK=2",
+                                            "STUCK_MPIRUN_EXIT=" + mpirun_exits,
+                                            std::string("OMPI_MCA_plm_rsh_agent=") + FAKE_SSH}),
+                          60s);
+    CHECK(r.exit_code == 70);
+    CHECK(r.seconds < 8);
+    const std::map<int, pid_t> pids = rank_pids(r.out);
+    REQUIRE(pids.size() == 3);
+    std::map<std::string, pid_t> killed;
+    for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), killed_line); it != std::sregex_iterator(); ++it)
+      killed[(*it)[1]] = std::stoi((*it)[2]);
+    CHECK(killed.size() == 2);
+    CHECK(killed["rank 2"] == pids.at(2));
+    CHECK(all_gone({pids.at(0), pids.at(1), pids.at(2), killed["the parent of rank 2"]}, 2s));
+    CHECK_THAT(r.err, !Contains("cannot check or end the ranks on other hosts"));
+  }
+}
+
+TEST_CASE("a host the remote agent cannot reach is named with the pids left there", "[kolorun][failure]") {
+  const Outcome r = run(kolorun({"-np", "3", "--oversubscribe", "--kill-after-failure", "1", RANK_PROGRAM, "fatal", "0"}),
+                        test_environment({std::string("KOLO_MPIRUN=") + STUCK_MPIRUN, "STUCK_MPIRUN_REMOTE_RANK=2",
+                                          "OMPI_MCA_plm_rsh_agent=/bin/false"}),
+                        60s);
+  CHECK(r.exit_code == 70);
+  const std::map<int, pid_t> pids = rank_pids(r.out);
+  REQUIRE(pids.size() == 3);
+  std::smatch m;
+  const std::regex left(R"(kolorun: could not reach kolo-test-remote through false \(exit code 1\); left there, )"
+                        R"(unless they have ended: the parent of rank 2 \(pid (\d+)\), rank 2 \(pid (\d+)\)\n)");
+  REQUIRE(std::regex_search(r.err, m, left));
+  CHECK(std::stoi(m[2]) == pids.at(2));
+  // Left indeed: this test ends them itself.
+  for (pid_t pid : {static_cast<pid_t>(std::stoi(m[1])), static_cast<pid_t>(std::stoi(m[2]))}) {
+    CHECK(process_alive(pid));
+    ::kill(pid, SIGKILL);
+  }
+}
+
 // ---- errors before the launch ------------------------------------------------------------
 
 TEST_CASE("errors found before the launch are explained and nothing starts", "[kolorun][errors]") {
@@ -284,14 +377,18 @@ TEST_CASE("errors found before the launch are explained and nothing starts", "[k
   const std::vector<Case> cases = {
       {{"-np", "2", "-H", "no-such-host.invalid:2", RANK_PROGRAM, "env"}, 1,
        "kolorun: unknown host 'no-such-host.invalid'"},
-      {{"-np", "3", "-H", "localhost:2", RANK_PROGRAM, "env"}, 1,
-       "kolorun: -np 3 is more ranks than the 2 slots that -H gives (localhost:2)"},
+      {{"-np", "3", "-H", "localhost:2", RANK_PROGRAM, "env"}, 2,
+       "kolorun: -np must be between 1 and 2 (the slots of -H localhost:2; --oversubscribe allows more), "
+       "not 3\n"},
       {{"-np", "2", "no-such-program-kolo", "x"}, 1,
        "kolorun: program 'no-such-program-kolo' not found on PATH"},
       {{"-np", "2", not_executable}, 1, "kolorun: program '" + not_executable + "' is not executable"},
       {{"-np", "2", "--hostfile", "/nonexistent/hosts", RANK_PROGRAM}, 1, "cannot read '/nonexistent/hosts'"},
       {{"-np", "2", "--bogus", RANK_PROGRAM}, 2, "kolorun: unknown flag '--bogus'"},
-      {{"-np", "0", RANK_PROGRAM}, 2, "--np"},
+      {{"-np", "0", "-H", "localhost:2", RANK_PROGRAM}, 2,
+       "kolorun: -np must be between 1 and 2 (the slots of -H localhost:2; --oversubscribe allows more), "
+       "not 0\n"},
+      {{"-np", "two", RANK_PROGRAM}, 2, "kolorun: -np must be a whole number of ranks, 1 or more, not 'two'"},
       {{"-np", "2"}, 2, "no program given"},
   };
   for (const Case& c : cases) {
@@ -301,6 +398,43 @@ TEST_CASE("errors found before the launch are explained and nothing starts", "[k
     CHECK_THAT(r.err, Contains(c.message));
     CHECK(r.out.empty());
   }
+}
+
+// Each of these was once accepted: --dry-run keeps the test from starting what kolorun
+// would have started.
+TEST_CASE("kolorun refuses -np beyond this machine's cores, and empty or repeated hosts, with exit 2",
+          "[kolorun][errors][hosts]") {
+  const std::string local_range = "kolorun: -np must be between 1 and ";
+  const std::vector<std::pair<Words, std::string>> cases = {
+      {{"-np", "2147483647"}, local_range},
+      {{"-np", "0"}, local_range},
+      {{"-np", "2147483647", "--oversubscribe"}, local_range},
+      {{"-np", "1", "-H", ""}, "kolorun: -H: no hosts given"},
+      {{"-np", "1", "--hostfile", ""}, "kolorun: --hostfile must name a file of hosts, not ''"},
+      {{"-np", "1", "-H", "localhost:2,,node1"},
+       "kolorun: -H: entry 2 of 'localhost:2,,node1' is empty: expected host or host:slots\n"},
+      {{"-np", "1", "-H", "localhost:0"}, "kolorun: -H: bad slot count '0' in 'localhost:0'"},
+      {{"-np", "1", "-H", "localhost:2,localhost:2"},
+       "kolorun: -H: host 'localhost' is listed twice (2 + 2 slots): list each host once, with all its slots\n"},
+  };
+  for (const auto& [flags, message] : cases) {
+    Words args = flags;
+    args.insert(args.end(), {"--dry-run", RANK_PROGRAM, "env"});
+    INFO(message);
+    const Outcome r = run(kolorun(args), test_environment());
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith(message));
+    CHECK(r.err.size() < 300);  // one line of words, no number printed in full
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("kolorun --oversubscribe lets more ranks than slots run, and says so to mpirun",
+          "[kolorun][dry-run][hosts]") {
+  const Outcome r = run(kolorun({"-np", "3", "-H", "localhost:2", "--oversubscribe", "--dry-run", RANK_PROGRAM}),
+                        test_environment());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains(" -np 3 -H localhost:2 -bind-to none -map-by slot --oversubscribe "));
 }
 
 TEST_CASE("kolorun --help prints the usage", "[kolorun]") {
@@ -326,11 +460,26 @@ TEST_CASE("kolorun --check-build names the MPI library in use and this build's G
   CHECK_THAT(r.out, Contains("MPI standard 3.1"));
   if (KOLO_TEST_WITH_CUDA) {
     CHECK_THAT(r.out, Contains("KOLO_WITH_CUDA=ON"));
-    CHECK_THAT(r.out, Contains(std::string("[X] CUDA ") + KOLO_TEST_CUDA_VERSION));
+    // CMake's CUDA toolkit version, to its major.minor, as the library was compiled with it.
+    CHECK_THAT(r.out, Contains(std::string("[X] CUDA ") + KOLO_TEST_CUDA_VERSION + "\n        runtime "));
   } else {
     CHECK_THAT(r.out, Contains("KOLO_WITH_CUDA=OFF"));
     CHECK_THAT(r.out, Contains("[ ] CUDA"));
     CHECK_THAT(r.out, Contains("[ ] NCCL"));
     CHECK_THAT(r.out, Contains("[ ] cuDNN"));
   }
+}
+
+TEST_CASE("kolorun --check-build prints the library's own build_info()", "[kolorun][check-build]") {
+  const kolo::BuildInfo info = kolo::build_info();
+  const Outcome r = run(kolorun({"--check-build"}), test_environment());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, StartsWith("kolo v" + info.version + " ("));
+  CHECK_THAT(r.out, Contains("[X] " + info.mpi_library + "\n        MPI standard " + info.mpi_standard + "\n"));
+  CHECK_THAT(r.out, Contains(std::string("KOLO_WITH_CUDA=") + (info.cuda ? "ON" : "OFF")));
+  CHECK_THAT(r.out, Contains(std::string(info.nccl ? "[X]" : "[ ]") + " NCCL (KOLO_WITH_NCCL)"));
+  if (info.cuda)
+    CHECK_THAT(r.out, Contains("        runtime " + info.cuda_runtime + ", driver " + info.cuda_driver + ", " +
+                               std::to_string(info.cuda_devices) + " device(s)\n"));
+  if (info.nccl) CHECK_THAT(r.out, Contains("[X] NCCL " + info.nccl_compiled + "\n        runtime " + info.nccl_runtime));
 }

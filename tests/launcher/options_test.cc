@@ -136,8 +136,12 @@ TEST_CASE("a bad command line is an error that names the problem", "[options]") 
              Contains("unknown flag '--fusion-treshold-mb' (did you mean --fusion-threshold-mb?)"));
   CHECK_THAT(error_of({"prog"}), Contains("-np N is required"));
   CHECK_THAT(error_of({"-np", "2"}), Contains("no program given"));
-  CHECK_THAT(error_of({"-np", "0", "prog"}), Contains("--np"));
-  CHECK_THAT(error_of({"-np", "two", "prog"}), Contains("--np"));
+  CHECK(error_of({"-np", "two", "prog"}) ==
+        "kolorun: -np must be a whole number of ranks, 1 or more, not 'two' (see kolorun --help)");
+  CHECK(error_of({"-np", "2.5", "prog"}) ==
+        "kolorun: -np must be a whole number of ranks, 1 or more, not '2.5' (see kolorun --help)");
+  CHECK(error_of({"-np", "99999999999", "prog"}) ==
+        "kolorun: -np must be between 1 and the slots of the hosts, not 99999999999 (see kolorun --help)");
   CHECK_THAT(error_of({"-np", "2", "--fusion-threshold-mb", "-1", "prog"}), Contains("--fusion-threshold-mb"));
   CHECK_THAT(error_of({"-np", "2", "--cache-capacity", "2000000", "prog"}), Contains("--cache-capacity"));
   CHECK_THAT(error_of({"-np", "2", "--log-level", "loud", "prog"}), Contains("--log-level 'loud'"));
@@ -146,4 +150,22 @@ TEST_CASE("a bad command line is an error that names the problem", "[options]") 
   CHECK_THAT(error_of({"-np", "2", "--disable-cache", "--cache-capacity", "3", "prog"}),
              Contains("--cache-capacity"));
   CHECK_THAT(error_of({"-np", "2", "--start-timeout", "prog"}), Contains("--start-timeout"));
+}
+
+TEST_CASE("the parser reads -np as given: its range against the slots is check_rank_count's", "[options]") {
+  CHECK(parse({"-np", "0", "prog"}).num_ranks == 0);
+  CHECK(parse({"-np", "-3", "prog"}).num_ranks == -3);
+  CHECK(parse({"-np", "2147483647", "prog"}).num_ranks == 2147483647);
+  CHECK_FALSE(parse({"-np", "2", "prog"}).oversubscribe);
+  CHECK(parse({"-np", "2", "--oversubscribe", "prog"}).oversubscribe);
+}
+
+TEST_CASE("an empty -H or --hostfile is refused, not read as this machine", "[options][hosts]") {
+  CHECK(error_of({"-np", "2", "-H", "", "prog"}) ==
+        "kolorun: -H: no hosts given: expected host1:slots,host2:slots (a host without :slots has one slot)");
+  CHECK(error_of({"-np", "2", "--hosts=", "prog"}) == error_of({"-np", "2", "-H", "", "prog"}));
+  CHECK(error_of({"-np", "2", "--hostfile", "", "prog"}) ==
+        "kolorun: --hostfile must name a file of hosts, not '' (see kolorun --help)");
+  // -H is checked with the command line, before anything looks at the machine.
+  CHECK_THAT(error_of({"-np", "2", "-H", "node0:2,node0:2", "prog"}), Contains("listed twice"));
 }

@@ -6,6 +6,9 @@
 //   rank_program kill R       rank R kills itself with SIGKILL; the others wait 3 s
 //   rank_program sleep S      print "pid=<pid>", then sleep S seconds
 //   rank_program print        "rank R line" and a partial line on stdout, "rank R err" on stderr
+//   rank_program fatal R      print "pid=<pid>"; rank R then prints a line as kolo's watchdog
+//                             does before it ends a job and exits 70; the others ignore
+//                             SIGTERM and sleep 60 s
 #include <signal.h>
 #include <unistd.h>
 
@@ -57,6 +60,19 @@ int main(int argc, char** argv) {
     std::printf("pid=%d\n", static_cast<int>(::getpid()));
     std::fflush(stdout);
     ::sleep(static_cast<unsigned>(std::atoi(argv[2])));
+    return 0;
+  }
+  if (mode == "fatal" && argc == 3) {
+    std::printf("pid=%d\n", static_cast<int>(::getpid()));
+    std::fflush(stdout);
+    if (rank == std::atoi(argv[2])) {
+      ::usleep(200 * 1000);  // after every rank's pid line
+      std::fprintf(stderr, "[kolo %d] FATAL: a test fault; every rank answered a roll call; ending the job (exit code 70)\n",
+                   rank);
+      return 70;
+    }
+    ::signal(SIGTERM, SIG_IGN);
+    ::sleep(60);
     return 0;
   }
   if (mode == "print") {

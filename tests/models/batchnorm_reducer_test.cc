@@ -1,6 +1,6 @@
 // BatchNorm2d's stats reducer (SyncBatchNorm's hook) on the CPU, in one process: what the
 // layer hands it, and what the reduced statistics do. The GPU path is checked against this
-// in tests/models/gpu/layers_test.cc; across real ranks, tests/distributed/.
+// in tests/models/gpu/layers_test.cc; across real ranks, tests/models/distributed/.
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -4,7 +4,9 @@
 // (The file format's corruption cases: checkpoint_format_test.cc.)
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 
 #include <cstring>
@@ -16,6 +18,7 @@
 
 using namespace kolo::models;
 using namespace ckpt_test;
+using kolo::StatusCode;
 
 namespace {
 
@@ -155,7 +158,8 @@ TEST_CASE("a checkpoint without an optimizer restores the module alone", "[check
   restore(loaded, *other, nullptr);
   check_same_net(*net, *other);
   SGD sgd(other->parameters(), {});
-  CHECK_THAT(error_of([&] { restore(loaded, *other, &sgd); }), Catch::Contains("no optimizer state"));
+  CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { restore(loaded, *other, &sgd); }),
+             Catch::Contains("no optimizer state"));
 }
 
 TEST_CASE("restore names the first tensor that does not fit and changes nothing", "[checkpoint]") {
@@ -171,7 +175,8 @@ TEST_CASE("restore names the first tensor that does not fit and changes nothing"
   Checkpoint missing = good;
   missing.tensors.erase("bn.running_var");
   missing.shapes.erase("bn.running_var");
-  CHECK_THAT(error_of([&] { restore(missing, *target, nullptr); }), Catch::Contains("bn.running_var"));
+  CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { restore(missing, *target, nullptr); }),
+             Catch::Contains("bn.running_var"));
 
   auto wider = std::make_unique<Net>();
   wider->add("conv", std::make_unique<Conv2d>(Conv2dOptions{.in_channels = 1, .out_channels = 4, .kernel = 3, .padding = 1, .bias = false}));
@@ -179,16 +184,18 @@ TEST_CASE("restore names the first tensor that does not fit and changes nothing"
   wider->add("relu", std::make_unique<ReLU>());
   wider->add("pool", std::make_unique<GlobalAvgPool>());
   wider->add("fc", std::make_unique<Linear>(4, 5));
-  const std::string shape_error = error_of([&] { restore(good, *wider, nullptr); });
+  const std::string shape_error = error_of(StatusCode::InvalidArgument, [&] { restore(good, *wider, nullptr); });
   CHECK_THAT(shape_error, Catch::Contains("fc.weight") && Catch::Contains("[3, 4]") && Catch::Contains("[5, 4]"));
 
   Checkpoint extra = good;
   extra.tensors["head.weight"] = {1};
   extra.shapes["head.weight"] = {1};
-  CHECK_THAT(error_of([&] { restore(extra, *target, nullptr); }), Catch::Contains("head.weight"));
+  CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { restore(extra, *target, nullptr); }),
+             Catch::Contains("head.weight"));
 
   Adam adam(target->parameters(), {});
-  CHECK_THAT(error_of([&] { restore(good, *target, &adam); }), Catch::Contains("sgd") && Catch::Contains("adam"));
+  CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { restore(good, *target, &adam); }),
+             Catch::Contains("sgd") && Catch::Contains("adam"));
 
   check_same_checkpoint(before, make_checkpoint(*target, nullptr, 0));
 }
@@ -209,24 +216,24 @@ TEST_CASE("saving replaces an existing checkpoint and leaves no temporary file",
 TEST_CASE("saving into a missing or unwritable directory fails with the path and the reason", "[checkpoint][save]") {
   TempDir dir;
   const std::string missing = dir / "no/such/dir/run.ckpt";
-  std::string message = error_of([&] { save_checkpoint(small_checkpoint(), missing); });
+  std::string message = error_of(StatusCode::IoError, [&] { save_checkpoint(small_checkpoint(), missing); });
   CHECK_THAT(message, Catch::Contains(missing) && Catch::Contains("No such file or directory"));
 
   write_bytes(dir / "plain-file", "x");
   const std::string under_file = dir / "plain-file/run.ckpt";
-  message = error_of([&] { save_checkpoint(small_checkpoint(), under_file); });
+  message = error_of(StatusCode::IoError, [&] { save_checkpoint(small_checkpoint(), under_file); });
   CHECK_THAT(message, Catch::Contains(under_file) && Catch::Contains("Not a directory"));
 
   if (::geteuid() != 0) {  // root writes into read-only folders anyway
     const std::string locked = dir / "locked";
     fs::create_directory(locked);
     ::chmod(locked.c_str(), 0500);
-    message = error_of([&] { save_checkpoint(small_checkpoint(), locked + "/run.ckpt"); });
+    message = error_of(StatusCode::IoError, [&] { save_checkpoint(small_checkpoint(), locked + "/run.ckpt"); });
     CHECK_THAT(message, Catch::Contains(locked + "/run.ckpt") && Catch::Contains("Permission denied"));
     ::chmod(locked.c_str(), 0700);
   }
   // /proc takes no new files, not even from root.
-  message = error_of([&] { save_checkpoint(small_checkpoint(), "/proc/kolo-test.ckpt"); });
+  message = error_of(StatusCode::IoError, [&] { save_checkpoint(small_checkpoint(), "/proc/kolo-test.ckpt"); });
   CHECK_THAT(message, Catch::Contains("/proc/kolo-test.ckpt"));
   CHECK(dir.temporaries().empty());
 }
@@ -234,7 +241,8 @@ TEST_CASE("saving into a missing or unwritable directory fails with the path and
 TEST_CASE("a failed rename removes the temporary file", "[checkpoint][save]") {
   TempDir dir;
   fs::create_directories(dir / "run.ckpt/occupied");  // a folder where the file should go
-  const std::string message = error_of([&] { save_checkpoint(small_checkpoint(), dir / "run.ckpt"); });
+  const std::string message = error_of(StatusCode::IoError,
+                                       [&] { save_checkpoint(small_checkpoint(), dir / "run.ckpt"); });
   CHECK_THAT(message, Catch::Contains(dir / "run.ckpt") && Catch::Contains("rename"));
   CHECK(dir.temporaries().empty());
 }
@@ -254,7 +262,7 @@ TEST_CASE("a write that fails half-way removes the temporary file and keeps the 
   struct rlimit small = old_limit;
   small.rlim_cur = 64 * 1024;
   REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-  const std::string message = error_of([&] { save_checkpoint(big, dir / "run.ckpt"); });
+  const std::string message = error_of(StatusCode::IoError, [&] { save_checkpoint(big, dir / "run.ckpt"); });
   ::setrlimit(RLIMIT_FSIZE, &old_limit);
   ::signal(SIGXFSZ, old_handler);
 
@@ -263,10 +271,32 @@ TEST_CASE("a write that fails half-way removes the temporary file and keeps the 
   CHECK(load_checkpoint(dir / "run.ckpt").epoch == small_checkpoint().epoch);
 }
 
+TEST_CASE("saving removes the temporary files of killed writers, not a live writer's or others'", "[checkpoint][save]") {
+  TempDir dir;
+  const std::string path = dir / "run.ckpt";
+  write_bytes(path + ".tmp.999991", "a killed writer's half");
+  write_bytes(path + ".tmp.999992", "a live writer's half");
+  write_bytes(path + ".tmp.notes", "not a save's");
+  write_bytes(dir / "other.ckpt.tmp.999993", "another checkpoint's");
+  // A live writer holds an exclusive lock on its file (a second open file here counts as another holder).
+  const int live = ::open((path + ".tmp.999992").c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(live >= 0);
+  REQUIRE(::flock(live, LOCK_EX | LOCK_NB) == 0);
+
+  save_checkpoint(small_checkpoint(), path);
+  ::close(live);
+  CHECK_FALSE(fs::exists(path + ".tmp.999991"));
+  CHECK(read_bytes(path + ".tmp.999992") == "a live writer's half");
+  CHECK(fs::exists(path + ".tmp.notes"));
+  CHECK(fs::exists(dir / "other.ckpt.tmp.999993"));
+  CHECK(load_checkpoint(path).epoch == small_checkpoint().epoch);
+}
+
 TEST_CASE("an inconsistent checkpoint is refused before any file is created", "[checkpoint][save]") {
   TempDir dir;
   Checkpoint bad = small_checkpoint();
   bad.shapes["conv.weight"] = {3, 3};
-  CHECK_THAT(error_of([&] { save_checkpoint(bad, dir / "bad.ckpt"); }), Catch::Contains("conv.weight"));
+  CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { save_checkpoint(bad, dir / "bad.ckpt"); }),
+             Catch::Contains("conv.weight"));
   CHECK(fs::is_empty(dir.path));
 }

@@ -56,12 +56,14 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   REQUIRE(out.good());
 }
 
-// The message of the kolo::Error that `call` throws ("" and a test failure if none).
+// The message of the kolo::Error that `call` throws ("" and a test failure if none), which
+// must carry `code`.
 template <typename F>
-std::string error_of(F&& call) {
+std::string error_of(kolo::StatusCode code, F&& call) {
   try {
     call();
   } catch (const kolo::Error& e) {
+    CHECK(kolo::status_code_name(e.code()) == std::string(kolo::status_code_name(code)));
     return e.what();
   }
   FAIL_CHECK("no kolo::Error was thrown");

@@ -96,6 +96,7 @@ TEST_CASE("algorithm cache fails clearly when no candidate fits and searches aga
     cache.choose(key, finder.function());
     FAIL("no error");
   } catch (const kolo::Error& e) {
+    CHECK(e.code() == kolo::StatusCode::Unsupported);
     CHECK(std::string(e.what()) ==
           "kolo: cuDNN has no algorithm for convolution forward float16 NHWC x[64,3,224,224] w[64,3,7,7] s2 p3 "
           "within a workspace of 1 MiB");
@@ -130,7 +131,7 @@ struct LayoutFinder {
     return [this](const ConvKey& key, std::size_t) {
       asked.push_back(key);
       if (key.layout == Layout::NHWC && nhwc_throws)
-        throw kolo::Error(kolo::StatusCode::InvalidArgument, "cuDNN: CUDNN_STATUS_NOT_SUPPORTED");
+        throw kolo::Error(kolo::StatusCode::Unsupported, "cuDNN: CUDNN_STATUS_NOT_SUPPORTED");  // as check_cudnn
       return key.layout == Layout::NCHW ? nchw : nhwc;
     };
   }

@@ -1,4 +1,4 @@
-// The CPU backend's two convolutions (im2col + Eigen GEMM, and oneDNN where kolo was built
+// The CPU kernels' two convolutions (im2col + Eigen GEMM, and oneDNN where kolo was built
 // with it) and the Auto rule that mixes them pass by pass: each against a direct
 // convolution in double, forward and all three gradients, on 1 and 2 threads.
 #include <catch2/catch.hpp>
@@ -9,6 +9,8 @@
 #include <string>
 
 #include "kolo/models.h"
+#include "reference_conv.h"
+#include "support/status.h"
 
 using namespace kolo::models;
 
@@ -38,40 +40,6 @@ Tensor random_tensor(std::vector<int64_t> shape, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(u(rng));
   return t;
-}
-
-struct Reference {
-  std::vector<double> y, dx, dw, db;
-};
-
-// y = conv(x, w) + b, and for the output gradient dy: dx, dw, db, all by direct loops.
-Reference direct(const Shape& s, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dy) {
-  const int64_t N = s.batch, C = s.channels, H = s.height, W = s.width, K = s.out_channels, R = s.kernel;
-  const int64_t P = (H + 2 * s.padding - R) / s.stride + 1, Q = (W + 2 * s.padding - R) / s.stride + 1;
-  Reference r{std::vector<double>(static_cast<std::size_t>(N * K * P * Q)),
-              std::vector<double>(static_cast<std::size_t>(x.numel())),
-              std::vector<double>(static_cast<std::size_t>(w.numel())), std::vector<double>(static_cast<std::size_t>(K))};
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t q = 0; q < Q; ++q) {
-          const int64_t out = ((n * K + k) * P + p) * Q + q;
-          double sum = s.bias ? double(b[k]) : 0.0;
-          const double g = dy[out];
-          r.db[static_cast<std::size_t>(k)] += g;
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t i = 0; i < R; ++i)
-              for (int64_t j = 0; j < R; ++j) {
-                const int64_t ih = p * s.stride - s.padding + i, iw = q * s.stride - s.padding + j;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                const int64_t xi = ((n * C + c) * H + ih) * W + iw, wi = ((k * C + c) * R + i) * R + j;
-                sum += double(w[wi]) * double(x[xi]);
-                r.dx[static_cast<std::size_t>(xi)] += double(w[wi]) * g;
-                r.dw[static_cast<std::size_t>(wi)] += double(x[xi]) * g;
-              }
-          r.y[static_cast<std::size_t>(out)] = sum;
-        }
-  return r;
 }
 
 void require_close(const Tensor& got, const std::vector<double>& expected, const char* what) {
@@ -113,7 +81,10 @@ TEST_CASE("every CPU convolution path matches a direct convolution: forward and 
           const Tensor x = random_tensor({s.batch, s.channels, s.height, s.width}, rng);
           const Tensor y = conv.forward(x.clone()).clone();
           const Tensor dy = random_tensor(y.shape(), rng);
-          const Reference want = direct(s, x, conv.weight().value, bias, dy);
+          const reference::Convolution want =
+              reference::convolution({s.batch, s.channels, s.height, s.width, s.out_channels, s.kernel, s.stride,
+                                      s.padding},
+                                     x, conv.weight().value, s.bias ? bias.data() : nullptr, dy);
           require_close(y, want.y, "y");
           // Two steps, to check that gradients accumulate (and that cached primitives are reused).
           conv.zero_grad();
@@ -139,7 +110,8 @@ TEST_CASE("asking for oneDNN convolutions in a build without oneDNN is a clear e
     CHECK(cpu_convolution() == CpuConvolution::OneDnn);
     return;
   }
-  REQUIRE_THROWS_WITH(set_cpu_convolution(CpuConvolution::OneDnn), Catch::Contains("without oneDNN"));
+  REQUIRE_THROWS_MATCHES(set_cpu_convolution(CpuConvolution::OneDnn), kolo::Error,
+                         kolo_test::HasCode(kolo::StatusCode::Unsupported, "without oneDNN"));
   CHECK(cpu_convolution() == CpuConvolution::Auto);
 }
 

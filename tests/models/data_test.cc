@@ -16,9 +16,12 @@
 #include <thread>
 
 #include "kolo/models.h"
+#include "support/status.h"
 
 namespace fs = std::filesystem;
 using namespace kolo::models;
+using kolo::StatusCode;
+using kolo_test::HasCode;
 using Bytes = std::vector<uint8_t>;
 
 namespace {
@@ -73,13 +76,15 @@ Bytes idx_labels(const Bytes& labels) {
   return bytes;
 }
 
-// The message of the kolo::Error(InvalidArgument) that `load` throws ("" if it does not throw).
+// The message of the kolo::Error that `load` throws ("" if it does not throw), which must
+// carry `code`: IoError for a file that cannot be opened or read, InvalidArgument for bad
+// contents or arguments.
 template <typename F>
-std::string error_of(F load) {
+std::string error_of(StatusCode code, F load) {
   try {
     load();
   } catch (const kolo::Error& e) {
-    CHECK(e.code() == kolo::StatusCode::InvalidArgument);
+    CHECK(kolo::status_code_name(e.code()) == std::string(kolo::status_code_name(code)));
     return e.what();
   }
   FAIL_CHECK("no kolo::Error thrown");
@@ -150,48 +155,51 @@ TEST_CASE("malformed IDX files are errors that name the file and the problem", "
   write_file(labels, idx_labels({1, 2}));
 
   SECTION("missing file") {
-    const std::string message = error_of([&] { load_idx(dir / "absent", labels); });
+    const std::string message = error_of(StatusCode::IoError, [&] { load_idx(dir / "absent", labels); });
     CHECK_THAT(message, Catch::Contains(dir / "absent") && Catch::Contains("cannot open: No such file or directory"));
   }
   SECTION("a folder instead of a file") {
-    CHECK_THAT(error_of([&] { load_idx(dir.path.string(), labels); }), Catch::Contains(dir.path.string()));
+    CHECK_THAT(error_of(StatusCode::IoError, [&] { load_idx(dir.path.string(), labels); }),
+               Catch::Contains(dir.path.string() + ": cannot read"));
   }
   SECTION("labels where images belong, and the reverse") {
-    CHECK_THAT(error_of([&] { load_idx(labels, labels); }),
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(labels, labels); }),
                Catch::Contains(labels + ": not an IDX image file (magic 0x00000801, expected 0x00000803)"));
-    CHECK_THAT(error_of([&] { load_idx(images, images); }),
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, images); }),
                Catch::Contains(images + ": not an IDX label file (magic 0x00000803, expected 0x00000801)"));
   }
   SECTION("truncated header") {
     write_file(images, {0, 0, 8, 3, 0, 0});
-    CHECK_THAT(error_of([&] { load_idx(images, labels); }),
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, labels); }),
                Catch::Contains("truncated: expected a 16-byte IDX header, found 6 bytes"));
   }
   SECTION("truncated pixels") {
     write_file(images, idx_images(2, 1, 3, {1, 2, 3, 4, 5}));
-    CHECK_THAT(error_of([&] { load_idx(images, labels); }),
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, labels); }),
                Catch::Contains(images + ": truncated: expected 6 bytes of pixels, found 5"));
   }
   SECTION("bytes after the pixels") {
     write_file(images, idx_images(2, 1, 3, {1, 2, 3, 4, 5, 6, 7}));
-    CHECK_THAT(error_of([&] { load_idx(images, labels); }), Catch::Contains("trailing data"));
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, labels); }),
+               Catch::Contains("trailing data"));
   }
   SECTION("a header that claims more pixels than can exist") {
     write_file(images, idx_images(0xffffffff, 0xffffffff, 0xffffffff, {1, 2, 3}));
-    CHECK_THAT(error_of([&] { load_idx(images, labels); }), Catch::Contains("over 2^40 pixels"));
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, labels); }),
+               Catch::Contains("over 2^40 pixels"));
   }
   SECTION("no images") {
     write_file(images, idx_images(0, 28, 28, {}));
-    CHECK_THAT(error_of([&] { load_idx(images, labels); }), Catch::Contains("empty"));
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, labels); }), Catch::Contains("empty"));
   }
   SECTION("image and label counts differ") {
     write_file(labels, idx_labels({1, 2, 3}));
-    CHECK_THAT(error_of([&] { load_idx(images, labels); }),
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, labels); }),
                Catch::Contains(labels + ": holds 3 labels but " + images + " holds 2 images"));
   }
   SECTION("label out of range") {
     write_file(labels, idx_labels({1, 12}));
-    CHECK_THAT(error_of([&] { load_idx(images, labels); }),
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, labels); }),
                Catch::Contains(labels + ": label 12 at index 1 is outside [0, 10)"));
     CHECK(load_idx(images, labels, 13).labels[1] == 12);
   }
@@ -199,7 +207,53 @@ TEST_CASE("malformed IDX files are errors that name the file and the problem", "
     Bytes gz = read_file(kFixtures + "/tiny-images-idx3-ubyte.gz");
     for (std::size_t i = 10; i < gz.size() - 8; ++i) gz[i] ^= 0x5a;
     write_file(images, gz);
-    CHECK_THAT(error_of([&] { load_idx(images, labels); }), Catch::Contains(images + ": "));
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(images, labels); }),
+               Catch::Contains(images + ": corrupt gzip data: "));
+  }
+}
+
+// A flipped bit in the compressed data or the CRC/length trailer is damage to the gzip
+// stream, whatever the damaged stream inflates to: the error names gzip, not the IDX
+// payload's length (a flip that inflates to extra bytes once read as "trailing data").
+TEST_CASE("every flipped bit in a gzip stream or its trailer is reported as corrupt gzip", "[data][idx]") {
+  TempDir dir;
+  const Bytes gz = read_file(kFixtures + "/tiny-images-idx3-ubyte.gz");
+  const std::string labels = kFixtures + "/tiny-labels-idx1-ubyte.gz";
+  REQUIRE(gz.size() > 18);
+  const Dataset original = load_idx(kFixtures + "/tiny-images-idx3-ubyte.gz", labels);
+  // From the first deflate byte (after the 10-byte header, whose MTIME, XFL and OS fields
+  // no reader checks) to the last trailer byte.
+  int unused_bits = 0;
+  for (std::size_t at = 10; at < gz.size(); ++at) {
+    for (int bit = 0; bit < 8; ++bit) {
+      Bytes damaged = gz;
+      damaged[at] ^= static_cast<uint8_t>(1u << bit);
+      write_file(dir / "images.gz", damaged);
+      INFO("byte " << at << " of " << gz.size() << ", bit " << bit);
+      try {
+        // Only the padding after the final deflate block may flip unnoticed: same data.
+        const Dataset d = load_idx(dir / "images.gz", labels);
+        CHECK(d.images == original.images);
+        ++unused_bits;
+      } catch (const kolo::Error& e) {
+        CHECK(e.code() == StatusCode::InvalidArgument);
+        CHECK_THAT(e.what(), Catch::Contains(dir / "images.gz") && Catch::Contains("corrupt gzip"));
+      }
+    }
+  }
+  CHECK(unused_bits < 8);  // at most the last deflate byte's padding
+}
+
+TEST_CASE("a gzip stream cut before its trailer is reported as corrupt gzip", "[data][idx]") {
+  TempDir dir;
+  const Bytes gz = read_file(kFixtures + "/tiny-images-idx3-ubyte.gz");
+  // Every cut inside the 8-byte trailer: the IDX payload inflates whole, the CRC is missing.
+  for (std::size_t cut = gz.size() - 8; cut < gz.size(); ++cut) {
+    write_file(dir / "cut.gz", Bytes(gz.begin(), gz.begin() + static_cast<std::ptrdiff_t>(cut)));
+    INFO("cut at " << cut << " of " << gz.size());
+    CHECK_THAT(error_of(StatusCode::InvalidArgument,
+                        [&] { load_idx(dir / "cut.gz", kFixtures + "/tiny-labels-idx1-ubyte.gz"); }),
+               Catch::Contains("corrupt gzip data: unexpected end of file"));
   }
 }
 
@@ -216,11 +270,11 @@ TEST_CASE("every truncation or byte flip of an IDX file is an error or a valid d
   const Bytes gz_images = read_file(kFixtures + "/tiny-images-idx3-ubyte.gz");
   for (std::size_t n = 0; n < valid.images.size(); ++n) {
     write_file(dir / "cut", Bytes(valid.images.begin(), valid.images.begin() + static_cast<std::ptrdiff_t>(n)));
-    CHECK_THROWS_AS(load_idx(dir / "cut", labels), kolo::Error);
+    CHECK_THROWS_MATCHES(load_idx(dir / "cut", labels), kolo::Error, HasCode(StatusCode::InvalidArgument));
   }
   for (std::size_t n = 0; n < valid.labels.size(); ++n) {
     write_file(dir / "cut", Bytes(valid.labels.begin(), valid.labels.begin() + static_cast<std::ptrdiff_t>(n)));
-    CHECK_THROWS_AS(load_idx(images, dir / "cut"), kolo::Error);
+    CHECK_THROWS_MATCHES(load_idx(images, dir / "cut"), kolo::Error, HasCode(StatusCode::InvalidArgument));
   }
   // A gzip prefix may still inflate to a whole IDX file if only the trailer is cut; any
   // other cut must be an error.
@@ -266,8 +320,9 @@ TEST_CASE("load_mnist_folder finds the split's files, plain or gzip", "[data][id
   CHECK(load_mnist_folder(dir.path.string(), "train").count == 20);
   CHECK(load_mnist_folder(dir.path.string(), "t10k").count == 3);
   CHECK(load_mnist_folder(dir.path.string(), "test").count == 3);
-  CHECK_THAT(error_of([&] { load_mnist_folder(dir.path.string(), "validation"); }), Catch::Contains("split"));
-  CHECK_THAT(error_of([&] { load_mnist_folder(dir / "nowhere", "train"); }),
+  CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_mnist_folder(dir.path.string(), "validation"); }),
+             Catch::Contains("split"));
+  CHECK_THAT(error_of(StatusCode::IoError, [&] { load_mnist_folder(dir / "nowhere", "train"); }),
              Catch::Contains("no train-images-idx3-ubyte or train-images-idx3-ubyte.gz"));
 }
 
@@ -322,18 +377,21 @@ TEST_CASE("malformed CIFAR-10 files are errors that name the file", "[data][cifa
   TempDir dir;
   const std::string path = dir / "data_batch_1.bin";
   SECTION("missing") {
-    CHECK_THAT(error_of([&] { load_cifar10({path}); }), Catch::Contains(path + ": cannot open"));
+    CHECK_THAT(error_of(StatusCode::IoError, [&] { load_cifar10({path}); }), Catch::Contains(path + ": cannot open"));
   }
-  SECTION("no files") { CHECK_THAT(error_of([&] { load_cifar10({}); }), Catch::Contains("no files")); }
+  SECTION("no files") {
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_cifar10({}); }), Catch::Contains("no files"));
+  }
   SECTION("empty") {
     write_file(path, {});
-    CHECK_THAT(error_of([&] { load_cifar10({path}); }), Catch::Contains(path + ": empty file"));
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_cifar10({path}); }),
+               Catch::Contains(path + ": empty file"));
   }
   SECTION("not a whole number of records") {
     Bytes bytes = cifar_record(1, 0);
     bytes.pop_back();
     write_file(path, bytes);
-    CHECK_THAT(error_of([&] { load_cifar10({path}); }),
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_cifar10({path}); }),
                Catch::Contains(path + ": size 3072 bytes is not a multiple of 3073"));
   }
   SECTION("label out of range") {
@@ -341,7 +399,7 @@ TEST_CASE("malformed CIFAR-10 files are errors that name the file", "[data][cifa
     const Bytes bad = cifar_record(10, 0);
     bytes.insert(bytes.end(), bad.begin(), bad.end());
     write_file(path, bytes);
-    CHECK_THAT(error_of([&] { load_cifar10({path}); }),
+    CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_cifar10({path}); }),
                Catch::Contains(path + ": label 10 at index 1 is outside [0, 10)"));
   }
 }

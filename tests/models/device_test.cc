@@ -37,7 +37,10 @@ TEST_CASE("without a GPU, placing a tensor on one fails with the reason", "[devi
     FAIL("no error");
   } catch (const kolo::Error& e) {
     const std::string what = e.what();
-    // A build without CUDA says so; a build with CUDA on a machine without a device says that.
+    // A build without CUDA says so (Unsupported); a build with CUDA on a machine without a
+    // device says that (InvalidArgument: the caller asked for a device that is not there).
+    if (what.find("no CUDA support") != std::string::npos) CHECK(e.code() == kolo::StatusCode::Unsupported);
+    else CHECK(e.code() == kolo::StatusCode::InvalidArgument);
     CHECK((what.find("no CUDA support") != std::string::npos || what.find("no CUDA device 0") != std::string::npos));
   }
   CHECK_THROWS_AS(Tensor::full({2}, 1.0f).to(kolo::Device::cuda(0)), kolo::Error);

@@ -102,7 +102,7 @@ std::vector<double> direct_conv(const Tensor& x, const Tensor& w, const Tensor& 
 }
 
 // Maps smaller than the kernel leave some taps reading only padding (a 3×3 convolution on
-// a 1×1 map uses only its centre): the backend leaves those taps out of its GEMMs, and the
+// a 1×1 map uses only its centre): the CPU kernels leave those taps out of their GEMMs, and the
 // forward, the input gradient and every weight's gradient (zero for the dead taps) must
 // not notice.
 TEST_CASE("Conv2d on maps smaller than its kernel matches a direct convolution and finite differences",

@@ -3,7 +3,8 @@
 #   1. cmake --install <kolo build> --prefix <work>/prefix
 #   2. configure consumer/ with CMAKE_PREFIX_PATH=<prefix> (twice: a C+C++ project, and
 #      a C++-only one, since kolo's config must not rely on the user enabling C)
-#   3. build it
+#   3. build it: its C++ program without MPI's include path, and a compile-only check of
+#      kolo.h's compatibility declaration of init(MPI_Comm) with it
 #   4. run its programs under mpiexec -np 2
 if(NOT CONSUMER_SOURCE_DIR)
   message(FATAL_ERROR "package test: CONSUMER_SOURCE_DIR is not set")
@@ -11,6 +12,11 @@ endif()
 include("${CMAKE_CURRENT_LIST_DIR}/outside_project.cmake")
 
 install_kolo()
+# The public headers are installed, kolo_mpi.h among them; the internal check.h is not.
+if(NOT EXISTS "${KOLO_PREFIX}/include/kolo/kolo_mpi.h" OR EXISTS "${KOLO_PREFIX}/include/kolo/check.h")
+  message(FATAL_ERROR "package test: expected include/kolo/kolo_mpi.h and no include/kolo/check.h "
+                      "under ${KOLO_PREFIX}")
+endif()
 build_outside_project("${CONSUMER_SOURCE_DIR}" "${WORK_DIR}/build-mixed" -DCONSUMER_CXX_ONLY=OFF)
 build_outside_project("${CONSUMER_SOURCE_DIR}" "${WORK_DIR}/build-cxx_only" -DCONSUMER_CXX_ONLY=ON)
 

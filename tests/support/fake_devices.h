@@ -24,7 +24,7 @@ class ManualEvent final : public ops::Event {
   std::atomic<bool> reached{false};
   std::atomic<bool> failed{false};
   bool query() override {
-    if (failed) throw Error(StatusCode::CommFailure, "kolo: CUDA error in cudaEventQuery: an illegal memory access");
+    if (failed) throw Error(StatusCode::DeviceError, "kolo: CUDA error in cudaEventQuery: an illegal memory access");
     return reached;
   }
   void block_stream(void*) override { ++blocked_streams; }

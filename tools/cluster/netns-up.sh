@@ -19,6 +19,8 @@
 #                    bridge subnet for its daemons and for TCP traffic. mpirun must itself
 #                    run in a namespace: a daemon in node1 cannot reach the root namespace.
 #   mpirun ARGS...   launch mpirun ARGS: for kolorun, KOLO_MPIRUN=STATE_DIR/mpirun kolorun ...
+#                    (with OMPI_MCA_plm_rsh_agent=STATE_DIR/rsh too, kolorun can end what a
+#                    failed job leaves on a host: launcher/remote_kill.h)
 #
 # Namespace names carry a tag made from STATE_DIR, so two sets (two build folders' tests)
 # can exist at once; the host names seen by MPI are always node0, node1, ... Nothing is

@@ -33,12 +33,17 @@ Checkpoint make_checkpoint(Module& module, const Optimizer* optimizer, int64_t e
 // Epoch, RNG states and metadata are the caller's to read from the checkpoint.
 void restore(const Checkpoint& checkpoint, Module& module, Optimizer* optimizer);
 
-// Writes "<path>.tmp.<pid>", fsyncs it, renames it over path and fsyncs the directory; on
-// any error removes the temporary file and throws kolo::Error with the path and the reason
-// (cannot write, disk full, ...). A tensor without an entry in `shapes` is saved as 1-D.
+// Writes "<path>.tmp.<pid>", fsyncs it, renames it over path and fsyncs the directory
+// (first removing the temporary files that killed writers left for path); on
+// any error removes the temporary file and throws kolo::Error with the path and the reason:
+// IoError when the file system refuses (cannot write, disk full, ...), InvalidArgument for
+// an inconsistent checkpoint (checked before any file is made). A tensor without an entry
+// in `shapes` is saved as 1-D.
 void save_checkpoint(const Checkpoint& checkpoint, const std::string& path);
-// Throws kolo::Error with the path and the reason: missing, not a kolo checkpoint (bad
-// magic), unsupported version, truncated, or corrupt (checksum mismatch).
+// Throws kolo::Error with the path and the reason: IoError when the file cannot be opened
+// or read (missing, not a regular file); InvalidArgument when it is not a kolo checkpoint
+// (bad magic), truncated or corrupt (checksum mismatch); Unsupported for a newer format
+// version.
 Checkpoint load_checkpoint(const std::string& path);
 
 }  // namespace kolo::models

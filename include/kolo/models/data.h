@@ -1,7 +1,8 @@
 // Data: readers for IDX (MNIST, Fashion-MNIST; plain or gzip) and CIFAR-10 binary files,
 // synthetic data, augmentation, a distributed sampler and a prefetching loader. Bad data
-// (missing file, wrong magic, truncated file, label out of range) is a kolo::Error that
-// names the file and the problem, never a crash. Part of kolo/models.h.
+// is a kolo::Error that names the file and the problem, never a crash: IoError for a file
+// that cannot be opened or read (missing, a folder), InvalidArgument for one whose contents
+// are wrong (wrong magic, truncated, damaged gzip, label out of range). Part of kolo/models.h.
 #pragma once
 
 #include <cstdint>

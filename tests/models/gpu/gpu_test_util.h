@@ -1,33 +1,19 @@
 // What the GPU tests share: the device, random CPU tensors, and distances between a GPU
-// result and the CPU backend's.
+// result and the CPU kernels'.
 #pragma once
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "kolo/models.h"
+#include "../random_tensors.h"
 
 namespace kolo::models::gpu_test {
 
 inline const Device kGpu = Device::cuda(0);
 
-inline Tensor random_tensor(std::vector<int64_t> shape, uint64_t seed, double scale = 1.0) {
-  Tensor t(std::move(shape));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> n(0.0, scale);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(n(rng));
-  return t;
-}
-
-// Small integers: many ties, for the first-maximum rules.
-inline Tensor integer_tensor(std::vector<int64_t> shape, uint64_t seed, int values = 4) {
-  Tensor t(std::move(shape));
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> u(0, values - 1);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(u(rng));
-  return t;
-}
+using test::integer_tensor;
+using test::random_tensor;
 
 // ‖got − want‖ / ‖want‖ (got on any device, want on the CPU).
 inline double rel_l2(const Tensor& got, const Tensor& want) {

@@ -1,11 +1,13 @@
-/* The C API from C: an in-place int32 sum, a broadcast from the last rank, and an
- * allgather with a different first dimension per rank. Returns 0 when all are right. */
+/* The C API from C: an in-place int32 sum, a broadcast from the last rank, an allgather
+ * with a different first dimension per rank, and failures with their kolo_status.
+ * Returns 0 when all are right. */
 #include <stdio.h>
+#include <string.h>
 
 #include <kolo/kolo_c.h>
 
 static int check(int ok, const char* what) {
-  if (!ok) fprintf(stderr, "rank %d: C API check failed: %s (%s)\n", kolo_rank(), what, kolo_last_error());
+  if (!ok) fprintf(stderr, "rank %d: C API check failed: %s (%s)\n", kolo_rank(), what, kolo_error_message());
   return ok ? 0 : 1;
 }
 
@@ -49,5 +51,12 @@ int c_api_check(void) {
   int64_t at = 0;
   for (int r = 0; r < size && at + 2 * (r + 1) <= 64; ++r)
     for (int i = 0; i < 2 * (r + 1); ++i) failures += check(gathered[at++] == r, "allgather result");
+
+  /* Each failure says what failed. */
+  h = kolo_allreduce_async(NULL, counts, counts, KOLO_INT32, 1, shape, KOLO_SUM, 1.0, 1.0, -1);
+  failures += check(h == KOLO_INVALID_ARGUMENT, "a NULL name is KOLO_INVALID_ARGUMENT");
+  failures += check(strstr(kolo_error_message(), "name") != NULL, "the message names the name");
+  failures += check(kolo_wait(12345678) == KOLO_INVALID_ARGUMENT, "an unknown handle is KOLO_INVALID_ARGUMENT");
+  failures += check(strcmp(kolo_status_name(KOLO_IO_ERROR), "IoError") == 0, "kolo_status_name");
   return failures;
 }

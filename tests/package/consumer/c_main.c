@@ -6,8 +6,12 @@
 int c_api_check(void);
 
 int main(void) {
-  if (kolo_init() != 0) {
-    fprintf(stderr, "kolo_init failed: %s\n", kolo_last_error());
+  if (kolo_rank() != KOLO_INVALID_ARGUMENT) {
+    fprintf(stderr, "kolo_rank before kolo_init: expected KOLO_INVALID_ARGUMENT\n");
+    return 1;
+  }
+  if (kolo_init() != KOLO_OK) {
+    fprintf(stderr, "kolo_init failed: %s\n", kolo_error_message());
     return 1;
   }
   const int rank = kolo_rank();

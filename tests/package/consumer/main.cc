@@ -1,7 +1,16 @@
 // The C++ side of the package test: kolo::init(), an allreduce checked against its
 // expected value, and (when built with C) the C API's checks from c_api_check.c.
+//
+// Compiled without MPI's include path: kolo::kolo passes MPI on to the link only, and
+// kolo/kolo.h needs no MPI (init(MPI_Comm) is in kolo/kolo_mpi.h).
 #include <cstdio>
 #include <vector>
+
+#if defined(__has_include)
+#if __has_include(<mpi.h>)
+#error "kolo::kolo put MPI's headers on this program's include path"
+#endif
+#endif
 
 #include <kolo/kolo.h>
 

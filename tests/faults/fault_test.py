@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""Breaks a running kolo job and checks that every process of it ends, in bounded time, with
+one clear line saying why (runtime/watchdog.h, docs/launcher.md "Failures").
+
+    fault_test.py LAUNCHER FAULT --loop EXE --work DIR [--mpirun MPIRUN --mpirun-flags "..."]
+                  [--kolorun EXE] [--mnist EXE] [--netns STATE] [--slurm STATE] [--kolo-timeout S]
+
+The job: 3 ranks of fault_loop (or of examples/mnist with --mnist) with
+KOLO_CONTROL_TIMEOUT_SECONDS=S, KOLO_DATA_TIMEOUT_SECONDS=S (S=5 unless --kolo-timeout) and
+KOLO_FAILURE_GRACE_SECONDS=2.
+Once every rank is under way, rank 2 gets FAULT:
+  kill   SIGKILL
+  stop   SIGSTOP (alive, but answers nothing)
+  cut    its host's link goes down: with --netns (the namespace hosts of tools/cluster),
+         ranks 0, 1 on node0 and rank 2 on node1, whose eth0 is taken down (and put back up
+         at the end)
+LAUNCHER: mpirun (plain, as a user runs it), kolorun, srun (plain srun on the SLURM cluster
+of --slurm), kolorun-srun (kolorun's srun path on that cluster).
+
+Checks:
+  - every process of the job ends: the ranks (by the pids they print), the launcher and
+    whatever it started, the ranks' parents (slurmstepd), and on the namespace hosts every
+    process that appeared there after the launch; each is watched by pid and start time,
+    so only processes this test started are ever looked at or killed;
+  - the time from the fault to the last of them gone is within
+    KOLO_CONTROL_TIMEOUT_SECONDS + 15 s (+ KOLO_DATA_TIMEOUT_SECONDS for a cut link);
+  - the launcher exits non-zero;
+  - one clear line names rank 2: kolo's "[kolo R] FATAL: ...; rank 2 did not answer a roll
+    call", or the launcher's report of rank 2's death; no rank prints kolo's line twice;
+    under kolorun also kolorun's own summary naming rank 2.
+Prints "fault-time: CASE SECONDS s bound BOUND s" and when each process ended.
+
+Who notices a cut link first decides how the job ends. kolorun gives mpirun's daemons a TCP
+keepalive that notices it in about 11 s (launcher/command.h). With kolo's timeouts longer
+than that (--kolo-timeout 20), mpirun notices first ("ORTE has lost communication with a
+remote daemon") and ends the ranks it can reach; the clear line is then kolorun's, naming the
+lost host and its ranks. With shorter ones, kolo ends the ranks first and mpirun's abort
+waits on the cut-off host's daemon: kolorun kills mpirun after --kill-after-failure; plain
+mpirun has no keepalive and waits there for minutes. Either way, Open MPI's daemon (orted)
+on the cut-off host, and the shell that started it, may run on (in some runs its own
+keepalive ends it) until the link comes back or TCP gives up (about 15 minutes): mpirun
+cannot reach it. kolorun reaches it through the remote agent (OMPI_MCA_plm_rsh_agent, the
+namespace hosts' rsh, which does not cross the cut link, as a management network would
+not) and kills it by pid (launcher/remote_kill.h): under kolorun nothing may be left. Under
+plain mpirun these are measured and printed as "left running (Open MPI, expected)", then
+killed; anything else left fails. The watch ends 5 s after the last other process has gone.
+
+Exit 77 (CTest SKIP) with the reason when the machine cannot run the case: no namespace
+hosts or SLURM cluster (their set-up test says why), or a cut link under SLURM, where
+every slurmd shares this machine's loopback and no link of one node can be cut.
+"""
+import argparse
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
+from cluster_test import SKIP, check, fail, fashion_subset, require_cluster, skip  # noqa: E402
+
+RANKS = 3
+VICTIM = 2
+GRACE = 2  # KOLO_FAILURE_GRACE_SECONDS
+LEFTOVER_WATCH = 5  # seconds the expected leftovers are watched after everything else has gone
+START_BOUND = 90  # seconds for every rank to be under way (2 busy cores)
+RANK_LINE = re.compile(r"rank (\d+) pid (\d+) host (\S+)")
+KOLORUN_START = re.compile(r"kolorun: rank (\d+) started on (\S+) \(pid (\d+)\)")
+KOLO_FATAL = re.compile(r"\[kolo (\d+)\] FATAL: .*$", re.M)
+
+
+def kolo_settings(timeout):
+    return {"KOLO_CONTROL_TIMEOUT_SECONDS": f"{timeout:g}", "KOLO_DATA_TIMEOUT_SECONDS": f"{timeout:g}",
+            "KOLO_FAILURE_GRACE_SECONDS": str(GRACE)}
+
+
+def bound_seconds(fault, timeout):
+    """KOLO_CONTROL_TIMEOUT_SECONDS + 15 s, + KOLO_DATA_TIMEOUT_SECONDS for a cut link."""
+    return timeout + 15 + (timeout if fault == "cut" else 0)
+
+
+# ---- processes, by pid and start time --------------------------------------------------------
+
+def stat_of(pid):
+    """(state, ppid, start ticks, command name) of a process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    name = text[text.index("(") + 1:text.rindex(")")]
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[1]), int(fields[19]), name
+
+
+def netns_inode(pid):
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+class Process:
+    def __init__(self, pid, what):
+        stat = stat_of(pid)
+        self.pid, self.what = pid, what
+        self.name = stat[3] if stat else ""
+        self.start = stat[2] if stat else None
+        self.netns = netns_inode(pid)
+        self.gone_after = None  # seconds after the fault
+
+    def running(self):
+        stat = stat_of(self.pid)
+        return stat is not None and stat[2] == self.start and stat[0] not in "ZX"
+
+    def kill(self):
+        if self.running():
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def descendants(pid):
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = stat_of(int(entry))
+            if stat:
+                children.setdefault(stat[1], []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def netns_pids(state):
+    tag = open(os.path.join(state, "env.sh")).read().split("KOLO_NETNS_TAG=")[1].split()[0]
+    pids = set()
+    for host in ("node0", "node1"):
+        out = subprocess.run(["ip", "netns", "pids", f"{tag}-{host}"], stdout=subprocess.PIPE, text=True).stdout
+        pids.update(int(p) for p in out.split())
+    return tag, pids
+
+
+# ---- the job ---------------------------------------------------------------------------------
+
+class Job:
+    """The launcher with its output read on a thread, each line with its arrival time."""
+
+    def __init__(self, cmd, env):
+        print("+ " + " ".join(shlex.quote(w) for w in cmd), flush=True)
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        self.lines, self.lock = [], threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for raw in self.proc.stdout:
+            with self.lock:
+                self.lines.append((time.monotonic(), raw.decode(errors="replace").rstrip("\n")))
+
+    def text(self):
+        with self.lock:
+            return "\n".join(line for _, line in self.lines)
+
+
+def ranks_under_way(job, mnist):
+    """{rank: (pid, host)} once every rank is running its loop (mnist: training), else None."""
+    text = job.text()
+    if mnist:
+        ranks = {int(r): (int(p), h) for r, h, p in KOLORUN_START.findall(text)}
+        going = re.search(r"^epoch 1/", re.sub(r"^\[\d+\]<std\w+>:", "", text, flags=re.M), re.M)
+        return ranks if len(ranks) == RANKS and going else None
+    ranks = {int(r): (int(p), h) for r, p, h in RANK_LINE.findall(text)}
+    if len(ranks) < RANKS:
+        return None
+    for r in ranks:
+        if len(re.findall(rf"rank {r} iter \d+", text)) < 2:
+            return None
+    return ranks
+
+
+def command(args, env):
+    program = [args.mnist, "--epochs", "200", "--threads", "1", "--progress", "off", "--data-dir",
+               fashion_subset(args.work)] if args.mnist else [args.loop, "--seconds", "120"]
+    kolorun_flags = ["--verbose"] if args.mnist else []
+    if args.launcher == "mpirun":
+        if args.netns:
+            forwarded = [w for name in kolo_settings(args.kolo_timeout) for w in ("-x", name)]
+            return [os.path.join(args.netns, "mpirun"), "-np", str(RANKS), "-H", "node0:2,node1:1"] + forwarded + program
+        return [args.mpirun] + shlex.split(args.mpirun_flags) + ["-np", str(RANKS)] + program
+    if args.launcher == "kolorun":
+        if args.netns:
+            env["KOLO_MPIRUN"] = os.path.join(args.netns, "mpirun")
+            env["OMPI_MCA_plm_rsh_agent"] = os.path.join(args.netns, "rsh")  # for kolorun's remote kill
+            return [args.kolorun, "-np", str(RANKS), "-H", "node0:2,node1:1"] + kolorun_flags + program
+        # 3 ranks on this machine's cores, which may be fewer.
+        return [args.kolorun, "-np", str(RANKS), "--oversubscribe"] + kolorun_flags + program
+    if args.launcher == "srun":
+        return ["srun", "-N", "2", "-n", str(RANKS), "--label"] + program
+    return [args.kolorun, "--launcher", "srun", "-np", str(RANKS), "--mpi-args", "-N 2"] + kolorun_flags + program
+
+
+def environment(args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "KOLO_", "OMPI_"))}
+    env.update(kolo_settings(args.kolo_timeout))
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    if args.slurm:
+        env["SLURM_CONF"] = os.path.join(args.slurm, "slurm.conf")
+    return env
+
+
+def clear_line_problems(output, launcher, fault, victim_host):
+    """What is missing from the output: the line naming rank VICTIM, kolorun's summary."""
+    problems = []
+    fatal_names_victim = [m for m in KOLO_FATAL.finditer(output)
+                          if re.search(rf"; ranks? (\d+, )*{VICTIM}(, \d+)* did not answer a roll call", m.group(0))]
+    launcher_names_victim = re.search(
+        rf"process rank {VICTIM} with PID \d+ on node \S+ exited on signal 9"
+        rf"|^srun: error: \S+: task {VICTIM}: Killed", output, re.M)
+    lost_victims_host = re.search(r"^ORTE has lost communication with a remote daemon", output, re.M) and \
+        re.search(rf"^\s*Remote daemon: \[\[\d+,\d+\],\d+\] on node {victim_host}$", output, re.M)
+    if fault == "kill":
+        if not (fatal_names_victim or launcher_names_victim):
+            problems.append(f"no line names rank {VICTIM} as killed (the launcher's report or kolo's FATAL line)")
+    elif fault == "cut":
+        if not (fatal_names_victim or lost_victims_host):
+            problems.append(f"no line names rank {VICTIM} as not answering (kolo's FATAL line) or its host as lost "
+                            "(mpirun's report)")
+    elif not fatal_names_victim:
+        problems.append(f"no kolo FATAL line names rank {VICTIM} as not answering")
+    for rank in range(RANKS):
+        count = len(re.findall(rf"\[kolo {rank}\] FATAL: ", output))
+        if count > 1:
+            problems.append(f"rank {rank} printed kolo's FATAL line {count} times (expected at most once)")
+    if launcher.startswith("kolorun"):
+        summary = re.search(rf"^kolorun: (rank {VICTIM} \(on \S+\) was killed by signal 9"
+                            rf"|kolo on rank \d+ \(on \S+\) ended the job: .*rank {VICTIM} \(on \S+\) did not answer"
+                            rf"|rank \d+ \(on \S+\) exited with code 70; its last lines"
+                            rf"|mpirun lost its daemon on {victim_host} \(rank {VICTIM} ran there\))", output, re.M)
+        if not summary:
+            problems.append(f"kolorun's summary does not name rank {VICTIM} (or the rank kolo ended the job from)")
+        unreached = re.search(r"^kolorun: could not reach .*$", output, re.M)
+        if unreached:
+            problems.append(f"kolorun's remote agent did not reach a host: {unreached.group(0)}")
+    return problems
+
+
+def run_case(args):
+    name = args.name
+    bound = bound_seconds(args.fault, args.kolo_timeout)
+    tag = None
+    if args.netns:
+        require_cluster(argparse.Namespace(state=args.netns), "namespace hosts")
+        tag, ns_before = netns_pids(args.netns)
+    if args.slurm:
+        require_cluster(argparse.Namespace(state=args.slurm), "SLURM cluster")
+    if args.fault == "cut" and not args.netns:
+        skip("a cut link needs the namespace hosts (--netns): on the SLURM test cluster every slurmd shares this "
+             "machine's loopback, so no link of one node can be cut" if args.slurm else "a cut link needs --netns")
+    # A cut-off host's orted (and the shell rsh started it with) may wait for TCP, and plain
+    # mpirun's abort waits for that daemon. kolorun ends them (launcher/remote_kill.h).
+    cut_host = os.stat(f"/run/netns/{tag}-node1").st_ino if args.fault == "cut" else None
+
+    def expected_leftover(p):
+        if args.fault != "cut" or args.launcher != "mpirun":
+            return False
+        return (p.netns == cut_host and p.name in ("orted", "sh")) or p.name == "mpirun"
+
+    env = environment(args)
+    cmd = command(args, env)
+    job = Job(cmd, env)
+    watched, fault_time, link_down = [], None, False
+    try:
+        deadline = time.monotonic() + START_BOUND
+        ranks = None
+        while time.monotonic() < deadline and job.proc.poll() is None:
+            ranks = ranks_under_way(job, args.mnist)
+            if ranks:
+                break
+            time.sleep(0.1)
+        check(ranks, f"not every rank was under way within {START_BOUND} s", job.text())
+        print(f"ranks: " + ", ".join(f"{r} pid {p} on {h}" for r, (p, h) in sorted(ranks.items())))
+
+        # Everything the job consists of, right before the fault.
+        watched.append(Process(job.proc.pid, f"{os.path.basename(cmd[0])} (the launcher)"))
+        watched += [Process(pid, f"rank {r} ({h})") for r, (pid, h) in sorted(ranks.items())]
+        for pid in descendants(job.proc.pid):
+            stat = stat_of(pid)
+            if stat and pid not in [p.pid for p in watched]:
+                watched.append(Process(pid, stat[3]))
+        for r, (pid, h) in sorted(ranks.items()):
+            stat = stat_of(pid)
+            parent = stat and stat_of(stat[1])
+            if parent and parent[3] == "slurmstepd" and stat[1] not in [p.pid for p in watched]:
+                watched.append(Process(stat[1], f"slurmstepd (rank {r}'s)"))
+        if args.netns:
+            for pid in sorted(netns_pids(args.netns)[1] - ns_before):
+                stat = stat_of(pid)
+                if stat and pid not in [p.pid for p in watched]:
+                    watched.append(Process(pid, stat[3]))
+
+        victim_pid, victim_host = ranks[VICTIM]
+        if args.fault == "cut":
+            check(victim_host == "node1", f"rank {VICTIM} runs on {victim_host}, expected node1")
+            subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", "eth0", "down"], check=True)
+            link_down = True
+        else:
+            os.kill(victim_pid, signal.SIGKILL if args.fault == "kill" else signal.SIGSTOP)
+        fault_time = time.monotonic()
+        print(f"fault: {args.fault} rank {VICTIM} (pid {victim_pid} on {victim_host}) at +0.0 s", flush=True)
+
+        # Until everything is gone, or the bound has passed.
+        while True:
+            now = time.monotonic() - fault_time
+            job.proc.poll()  # reaps the launcher
+            for p in watched:
+                if p.gone_after is None and not p.running():
+                    p.gone_after = now
+            others = [p.gone_after for p in watched if not expected_leftover(p)]
+            if all(p.gone_after is not None for p in watched) or now > bound:
+                break
+            if None not in others and now > max(others, default=0) + LEFTOVER_WATCH:
+                break
+            time.sleep(0.05)
+        job.reader.join(timeout=5)
+    finally:
+        left = [p for p in watched if p.running()]
+        for p in left:
+            p.kill()
+        if job.proc.poll() is None:
+            job.proc.kill()
+            job.proc.wait()
+        if link_down:
+            subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", "eth0", "up"])
+        if args.slurm and left:
+            subprocess.run(["scancel", "--full", f"--user={os.getuid()}"], env=env)
+
+    output = job.text()
+    print("---- the job's output, without progress lines ----")
+    print("\n".join(line for line in output.splitlines() if not re.search(r"rank \d+ iter \d+$", line)))
+    print("----")
+    for p in watched:
+        when = f"gone after {p.gone_after:.1f} s" if p.gone_after is not None else "still running"
+        print(f"  {p.what} pid {p.pid}: {when}")
+    print(f"launcher exit code: {job.proc.returncode}")
+
+    late = [p for p in watched if p.gone_after is None and not expected_leftover(p)]
+    for p in watched:
+        if p.gone_after is None and expected_leftover(p):
+            print(f"left running (Open MPI, expected): {p.what} pid {p.pid} at the end of the watch - killed by this test")
+    ended = [p.gone_after for p in watched if p.gone_after is not None]
+    seconds = max(ended) if not late else bound
+    expected = [f"{p.name} pid {p.pid}" for p in watched if p.gone_after is None and expected_leftover(p)]
+    print(f"fault-time: {name} {seconds:.1f} s bound {bound:.0f} s" + (" (NOT all gone)" if late else "") +
+          (f" (left running: {', '.join(expected)})" if expected else ""))
+    problems = [f"{p.what} pid {p.pid} still running {bound:.0f} s after the fault" for p in late]
+    if job.proc.returncode == 0:
+        problems.append("the launcher exited 0")
+    problems += clear_line_problems(output, args.launcher, args.fault, victim_host)
+    if problems:
+        fail("; ".join(problems))
+    print("PASSED")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("launcher", choices=["mpirun", "kolorun", "srun", "kolorun-srun"])
+    parser.add_argument("fault", choices=["kill", "stop", "cut"])
+    parser.add_argument("--name", default="", help="the case's name in the fault-time line")
+    parser.add_argument("--loop", required=True, help="fault_loop")
+    parser.add_argument("--work", required=True, help="a folder for data")
+    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument("--mpirun-flags", default="", help="plain mpirun's flags (tests/CMakeLists.txt)")
+    parser.add_argument("--kolorun", default="")
+    parser.add_argument("--mnist", default="", help="run examples/mnist instead of fault_loop")
+    parser.add_argument("--netns", default="", help="the namespace hosts' state folder")
+    parser.add_argument("--slurm", default="", help="the SLURM cluster's state folder")
+    parser.add_argument("--kolo-timeout", type=float, default=5,
+                        help="KOLO_CONTROL_TIMEOUT_SECONDS and KOLO_DATA_TIMEOUT_SECONDS")
+    args = parser.parse_args()
+    args.name = args.name or f"{args.launcher}-{args.fault}"
+    os.makedirs(args.work, exist_ok=True)
+    if args.launcher.startswith("kolorun"):
+        check(args.kolorun, f"{args.launcher} needs --kolorun")
+    if args.launcher in ("srun", "kolorun-srun") and not args.slurm:
+        fail(f"{args.launcher} needs --slurm")
+    run_case(args)
+
+
+if __name__ == "__main__":
+    main()

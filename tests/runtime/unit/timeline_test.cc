@@ -1,0 +1,279 @@
+// The timeline's Chrome-trace JSON, parsed back with nlohmann::json: written directly by
+// a Timeline here, and (tag [timeline-file], run by CTest after kolo_timeline_writer)
+// written by a real two-rank run with KOLO_TIMELINE set.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "kolo/kolo.h"
+#include "runtime/timeline.h"
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string temp_path(const std::string& stem) {
+  return (std::filesystem::temp_directory_path() /
+          (stem + "." + std::to_string(::getpid()) + ".json"))
+      .string();
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  json doc;
+  REQUIRE_NOTHROW(doc = json::parse(in));
+  return doc;
+}
+
+// tid -> lane name, from the thread_name metadata events of one pid.
+std::map<int, std::string> lanes_of(const json& doc, int pid) {
+  std::map<int, std::string> lanes;
+  for (const json& e : doc)
+    if (e.at("ph") == "M" && e.at("name") == "thread_name" && e.at("pid") == pid)
+      lanes[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
+  return lanes;
+}
+
+int lane_of(const std::map<int, std::string>& lanes, const std::string& tensor) {
+  for (const auto& [tid, name] : lanes)
+    if (name == tensor) return tid;
+  return -1;
+}
+
+// Phase names of the complete ("X") events on one lane, in file order.
+std::vector<std::string> phases_on(const json& doc, int tid) {
+  std::vector<std::string> phases;
+  for (const json& e : doc)
+    if (e.at("ph") == "X" && e.at("tid") == tid) phases.push_back(e.at("name").get<std::string>());
+  return phases;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+TEST_CASE("json_escape escapes quotes, backslashes and control characters", "[timeline]") {
+  CHECK(kolo::json_escape("plain/name:0") == "plain/name:0");
+  CHECK(kolo::json_escape("a\"b") == "a\\\"b");
+  CHECK(kolo::json_escape("back\\slash") == "back\\\\slash");
+  CHECK(kolo::json_escape("line\nbreak\ttab") == "line\\nbreak\\ttab");
+  CHECK(kolo::json_escape(std::string("\x01\x1f", 2)) == "\\u0001\\u001f");
+  CHECK(kolo::json_escape("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 passes through
+  // Whatever json_escape produces parses back to the original.
+  const std::string nasty = "q\"uote\\ new\nline \x02 end";
+  CHECK(json::parse("\"" + kolo::json_escape(nasty) + "\"").get<std::string>() == nasty);
+}
+
+TEST_CASE("timeline writes a Chrome trace with a lane per tensor and fused groups", "[timeline]") {
+  const std::string path = temp_path("kolo_timeline_unit");
+  const std::string odd_name = "grad/\"odd\"\nname";
+  {
+    kolo::Timeline tl;
+    CHECK_FALSE(tl.enabled());
+    tl.phase("ignored", "NEGOTIATE", kolo::Timeline::Clock::now(), kolo::Timeline::Clock::now());
+    tl.open(path, 3);
+    REQUIRE(tl.enabled());
+    const auto t0 = kolo::Timeline::Clock::now();
+    tl.phase("grad/w", "NEGOTIATE", t0, t0 + 10us);
+    tl.phase("grad/w", "WAIT_FOR_OTHERS", t0 + 10us, t0 + 30us);
+    tl.phase("grad/b", "NEGOTIATE", t0, t0 + 5us, "\"bytes\":64");
+    tl.phase("grad/w", "ALLREDUCE", t0 + 30us, t0 + 130us);
+    tl.phase(odd_name, "MEMCPY_IN", t0 + 1ms, t0 + 2ms);
+    tl.fused_group(7, {"grad/w", "grad/b", odd_name}, 4096, t0 + 30us, t0 + 2ms);
+    tl.close();
+    CHECK_FALSE(tl.enabled());
+    tl.close();  // twice is harmless
+  }
+  const json doc = read_json(path);
+  std::filesystem::remove(path);
+  REQUIRE(doc.is_array());
+
+  for (const json& e : doc) {
+    CHECK(e.at("pid") == 3);
+    CHECK(e.contains("tid"));
+    CHECK((e.at("ph") == "M" || e.at("ph") == "X"));
+    if (e.at("ph") == "X") {
+      CHECK(e.at("ts").get<double>() >= 0);
+      CHECK(e.at("dur").get<double>() >= 0);
+    }
+  }
+  // Process name and the fused-groups lane.
+  bool process_named = false;
+  for (const json& e : doc)
+    if (e.at("name") == "process_name") process_named = e.at("args").at("name") == "kolo rank 3";
+  CHECK(process_named);
+  const auto lanes = lanes_of(doc, 3);
+  CHECK(lanes.at(0) == "fused groups");
+  const int w = lane_of(lanes, "grad/w"), b = lane_of(lanes, "grad/b"), odd = lane_of(lanes, odd_name);
+  CHECK(w > 0);
+  CHECK(b > 0);
+  CHECK(odd > 0);
+  CHECK(std::set<int>{w, b, odd}.size() == 3);
+  CHECK(phases_on(doc, w) == std::vector<std::string>{"NEGOTIATE", "WAIT_FOR_OTHERS", "ALLREDUCE"});
+  CHECK(phases_on(doc, b) == std::vector<std::string>{"NEGOTIATE"});
+  CHECK(phases_on(doc, odd) == std::vector<std::string>{"MEMCPY_IN"});
+  CHECK_FALSE(contains(phases_on(doc, lane_of(lanes, "ignored")), "NEGOTIATE"));
+
+  for (const json& e : doc) {
+    if (e.at("ph") != "X") continue;
+    if (e.at("tid") == w && e.at("name") == "ALLREDUCE") {
+      CHECK(e.at("dur").get<double>() == Approx(100).margin(0.01));
+      CHECK(e.at("ts").get<double>() >= 30);
+    }
+    if (e.at("tid") == b) CHECK(e.at("args").at("bytes") == 64);
+    if (e.at("name") == "FUSED") {
+      CHECK(e.at("tid") == 0);
+      CHECK(e.at("args").at("group") == 7);
+      CHECK(e.at("args").at("bytes") == 4096);
+      CHECK(e.at("args").at("tensors") == json::array({"grad/w", "grad/b", odd_name}));
+      CHECK(e.at("dur").get<double>() == Approx(1970).margin(0.01));
+    }
+  }
+}
+
+TEST_CASE("cycle markers are global instant CYCLE_START events at the cycles' times", "[timeline]") {
+  const std::string path = temp_path("kolo_timeline_cycles");
+  {
+    kolo::Timeline tl;
+    tl.cycle_start(kolo::Timeline::Clock::now());  // not open: nothing
+    tl.open(path, 0);
+    const auto t0 = kolo::Timeline::Clock::now();
+    tl.cycle_start(t0 + 1ms);
+    tl.phase("grad/w", "ALLREDUCE", t0 + 1ms, t0 + 2ms);
+    tl.cycle_start(t0 + 3ms);
+  }
+  const json doc = read_json(path);
+  std::filesystem::remove(path);
+  std::vector<double> marks;
+  for (const json& e : doc) {
+    if (e.at("name") != "CYCLE_START") continue;
+    CHECK(e.at("ph") == "i");
+    CHECK(e.at("s") == "g");  // drawn across every lane
+    CHECK(e.at("pid") == 0);
+    marks.push_back(e.at("ts").get<double>());
+  }
+  REQUIRE(marks.size() == 2);
+  CHECK(marks[1] - marks[0] == Approx(2000).margin(0.01));
+}
+
+TEST_CASE("timeline open fails with a kolo::Error naming the path", "[timeline]") {
+  kolo::Timeline tl;
+  const std::string path = "/nonexistent-dir-kolo/sub/timeline.json";
+  try {
+    tl.open(path, 0);
+    FAIL("opened " << path);
+  } catch (const kolo::Error& e) {
+    CHECK(e.code() == kolo::StatusCode::IoError);
+    CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains(path));
+  }
+  CHECK_FALSE(tl.enabled());
+}
+
+TEST_CASE("timeline destructor completes the JSON array", "[timeline]") {
+  const std::string path = temp_path("kolo_timeline_dtor");
+  {
+    kolo::Timeline tl;
+    tl.open(path, 0);
+    tl.phase("x", "BROADCAST", kolo::Timeline::Clock::now(), kolo::Timeline::Clock::now());
+  }
+  const json doc = read_json(path);
+  std::filesystem::remove(path);
+  CHECK(doc.is_array());
+  CHECK(doc.size() == 4);  // process name, fused lane, x's lane, the event
+}
+
+// The file a real run wrote (see tests/runtime/timeline_writer.cc and
+// tests/runtime/CMakeLists.txt).
+TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "[.][timeline-file]") {
+  const char* path = std::getenv("KOLO_TEST_TIMELINE_FILE");
+  REQUIRE(path != nullptr);
+  INFO("timeline file " << path);
+  const json doc = read_json(path);
+  REQUIRE(doc.is_array());
+  REQUIRE(doc.size() > 10);
+  for (const json& e : doc) {
+    REQUIRE(e.contains("name"));
+    REQUIRE(e.contains("ph"));
+    CHECK(e.at("pid") == 0);  // rank 0 writes the timeline
+    if (e.at("ph") == "X") {
+      CHECK(e.at("ts").get<double>() >= 0);
+      CHECK(e.at("dur").get<double>() >= 0);
+    }
+  }
+  const auto lanes = lanes_of(doc, 0);
+
+  // An unfused allreduce: negotiation, waiting, the collective, in that order in time.
+  const int big = lane_of(lanes, "tl/big");
+  REQUIRE(big > 0);
+  const auto big_phases = phases_on(doc, big);
+  CHECK(contains(big_phases, "NEGOTIATE"));
+  CHECK(contains(big_phases, "WAIT_FOR_OTHERS"));
+  CHECK(contains(big_phases, "ALLREDUCE"));
+  double negotiate_ts = -1, allreduce_ts = -1;
+  for (const json& e : doc) {
+    if (e.at("ph") != "X" || e.at("tid") != big) continue;
+    if (e.at("name") == "NEGOTIATE" && negotiate_ts < 0) negotiate_ts = e.at("ts");
+    if (e.at("name") == "ALLREDUCE" && allreduce_ts < 0) allreduce_ts = e.at("ts");
+  }
+  CHECK(negotiate_ts <= allreduce_ts);
+  for (const json& e : doc)  // its phases carry its size: 2^20 float32 values
+    if (e.at("ph") == "X" && e.at("tid") == big && e.at("name") == "ALLREDUCE")
+      CHECK(e.at("args").at("bytes") == 4 << 20);
+
+  // Small tensors: fused, with memcpy phases, and a FUSED event listing them, never more
+  // bytes than the run's KOLO_FUSION_THRESHOLD.
+  const char* threshold_text = std::getenv("KOLO_TEST_FUSION_THRESHOLD");
+  const int64_t threshold = threshold_text ? std::atoll(threshold_text) : int64_t{64} << 20;
+  std::set<std::string> fused_members;
+  for (const json& e : doc) {
+    if (e.at("ph") != "X" || e.at("name") != "FUSED") continue;
+    CHECK(e.at("tid") == 0);
+    CHECK(e.at("args").at("bytes").get<int64_t>() > 0);
+    CHECK(e.at("args").at("bytes").get<int64_t>() <= threshold);
+    const auto tensors = e.at("args").at("tensors").get<std::vector<std::string>>();
+    CHECK(tensors.size() >= 2);
+    fused_members.insert(tensors.begin(), tensors.end());
+  }
+  REQUIRE_FALSE(fused_members.empty());
+  int small_with_memcpy = 0;
+  for (const std::string& name : fused_members) {
+    CHECK(name.rfind("tl/small/", 0) == 0);
+    const int tid = lane_of(lanes, name);
+    REQUIRE(tid > 0);
+    const auto phases = phases_on(doc, tid);
+    CHECK(contains(phases, "NEGOTIATE"));
+    CHECK(contains(phases, "ALLREDUCE"));
+    if (contains(phases, "MEMCPY_IN") && contains(phases, "MEMCPY_OUT")) ++small_with_memcpy;
+  }
+  CHECK(small_with_memcpy == static_cast<int>(fused_members.size()));
+
+  // HOROVOD_TIMELINE_MARK_CYCLES=1 (set by CTest): the cycles are marked, in time order.
+  std::vector<double> marks;
+  for (const json& e : doc)
+    if (e.at("name") == "CYCLE_START" && e.at("ph") == "i") marks.push_back(e.at("ts").get<double>());
+  REQUIRE(marks.size() >= 10);
+  CHECK(std::is_sorted(marks.begin(), marks.end()));
+  // A collective runs inside a cycle, so a cycle began before it. (NEGOTIATE starts at
+  // the submission, which may come before the background thread's first cycle.)
+  CHECK(marks.front() <= allreduce_ts);
+
+  // The other collectives have their own phase names.
+  const int bcast = lane_of(lanes, "tl/bcast"), gather = lane_of(lanes, "tl/gather");
+  REQUIRE(bcast > 0);
+  REQUIRE(gather > 0);
+  CHECK(contains(phases_on(doc, bcast), "BROADCAST"));
+  CHECK(contains(phases_on(doc, gather), "ALLGATHER"));
+}

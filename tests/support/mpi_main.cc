@@ -1,0 +1,90 @@
+// The Catch2 runner of every test binary that runs under mpirun (kolo_mpi_tests,
+// kolo_distributed_tests, kolo_collective_gpu_tests). Every rank runs the same test cases
+// in the same order; rank 0 prints Catch's report, the other ranks write theirs to a
+// temporary file that is printed only if that rank saw a failure. The exit code is the
+// same on every rank: the largest failure count of any rank.
+//
+//   mpirun -np 3 kolo_mpi_tests            # everything but the [stall] test
+//   KOLO_STALL_CHECK_TIME_SECONDS=1 KOLO_STALL_SHUTDOWN_TIME_SECONDS=3
+//     mpirun -np 2 kolo_mpi_tests [stall]
+//
+// The GPU tests (tests/ops/gpu/) build it with KOLO_TEST_REQUIRES_GPU: on a machine without
+// a CUDA device they exit with kSkipNoGpu, which CTest reports as skipped.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <mpi.h>
+
+#include "kolo/kolo.h"
+
+#ifdef KOLO_TEST_REQUIRES_GPU
+#include <cuda_runtime_api.h>
+constexpr int kSkipNoGpu = 77;  // SKIP_RETURN_CODE in tests/ops/gpu/CMakeLists.txt
+#endif
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+
+#ifdef KOLO_TEST_REQUIRES_GPU
+  int devices = 0;
+  const cudaError_t probe = cudaGetDeviceCount(&devices);
+  if (probe != cudaSuccess || devices == 0) {
+    if (world_rank == 0)
+      std::printf("SKIP: no CUDA device on this machine (cudaGetDeviceCount: %s, %d devices)\n",
+                  cudaGetErrorString(probe), devices);
+    MPI_Finalize();
+    return kSkipNoGpu;
+  }
+#endif
+
+  try {
+    kolo::init();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: kolo::init() failed: %s\n", world_rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+
+  // Names this binary in the report files and messages (three binaries share this main).
+  const std::string program = std::filesystem::path(argv[0]).filename().string();
+  Catch::Session session;
+  int failures = session.applyCommandLine(argc, argv);
+  std::string log_path;
+  if (failures == 0) {
+    if (world_rank != 0) {
+      log_path = (std::filesystem::temp_directory_path() /
+                  (program + "." + std::to_string(::getpid()) + ".rank" +
+                   std::to_string(world_rank) + ".log"))
+                     .string();
+      session.configData().outputFilename = log_path;
+    }
+    failures = session.run();
+  }
+  if (!log_path.empty()) {
+    if (failures != 0) {
+      std::ifstream in(log_path);
+      std::stringstream text;
+      text << in.rdbuf();
+      std::cerr << "==== Catch report of rank " << world_rank << " ====\n" << text.str() << std::flush;
+    }
+    std::filesystem::remove(log_path);
+  }
+
+  int worst = 0;
+  MPI_Allreduce(&failures, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (world_rank == 0 && worst != 0 && failures == 0)
+    std::fprintf(stderr, "%s: another rank failed (see its report above)\n", program.c_str());
+  kolo::shutdown();
+  MPI_Finalize();
+  return worst;
+}
