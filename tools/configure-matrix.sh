@@ -17,6 +17,8 @@
 #   KOLO_BUILD_TESTS, KOLO_BUILD_EXAMPLES, KOLO_BUILD_BENCHMARKS   ON/OFF, default ON
 #   KOLO_CUDA, KOLO_ONEDNN                 AUTO/ON/OFF, default AUTO (ON fails without the library)
 #   KOLO_NATIVE                            ON/OFF, default ON
+#   KOLO_SANITIZE                          OFF/address/thread, default OFF (tools/sanitize.sh)
+#   KOLO_BUILD_FUZZERS                     OFF/ON, default OFF (clang only; tools/fuzz.sh)
 # KOLO_WITH_CUDA, KOLO_WITH_NCCL and KOLO_WITH_ONEDNN are what configure decided from those,
 # not switches: the cases check them.
 set -uo pipefail
@@ -46,6 +48,10 @@ CASES=(
   "KOLO_NATIVE=OFF|-DKOLO_NATIVE=OFF|-"
   "KOLO_CUDA=bogus (refused)|-DKOLO_CUDA=bogus|says KOLO_CUDA='bogus': expected AUTO, ON or OFF"
   "KOLO_ONEDNN=bogus (refused)|-DKOLO_ONEDNN=bogus|says KOLO_ONEDNN='bogus': expected AUTO, ON or OFF"
+  "KOLO_SANITIZE=address|-DKOLO_SANITIZE=address -DKOLO_CUDA=OFF|says (KOLO_SANITIZE): address"
+  "KOLO_SANITIZE=thread|-DKOLO_SANITIZE=thread -DKOLO_CUDA=OFF|says (KOLO_SANITIZE): thread"
+  "KOLO_SANITIZE=bogus (refused)|-DKOLO_SANITIZE=bogus|says KOLO_SANITIZE='bogus': expected OFF, address or thread"
+  "KOLO_BUILD_FUZZERS=ON with gcc (refused)|-DKOLO_BUILD_FUZZERS=ON -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc|says KOLO_BUILD_FUZZERS=ON needs clang"
 )
 if have_nvcc; then
   CASES+=("KOLO_CUDA=ON|-DKOLO_CUDA=ON|says GPU code (KOLO_WITH_CUDA): ON")

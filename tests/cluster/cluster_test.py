@@ -10,6 +10,9 @@ Cases (CTest runs the *-up and *-down ones as fixture set-up and clean-up):
                           and its output ends with the mnist summary for 4 ranks and an
                           accuracy well above chance
   srun-mnist              `srun -N 2 -n 2 mnist` (short run): the summary for 2 ranks
+  slurm-netns-up          start a 2-node SLURM cluster on the namespace hosts of --netns
+                          (slurm-up.sh --netns; stopped by slurm-down)
+  slurm-netns-srun        `srun -N 2 -n 2 hostname` on it, from node0: one task on each node
   netns-up, netns-down    create / remove two namespace hosts node0, node1
   netns-kolorun           `kolorun -np 4 -H node0:2,node1:2 allreduce_demo` across them (mpirun
                           when --kolorun is not given): the demo's OK, and each host's eth0
@@ -174,6 +177,23 @@ def case_sbatch(args):
     check_summary(output, ranks=4)
 
 
+def case_slurm_netns_up(args):
+    check(args.netns, "slurm-netns-up needs --netns")
+    require_cluster(argparse.Namespace(state=args.netns), "namespace hosts")
+    bring_up(args, "slurm-up.sh", ["--netns", args.netns, "--hosts", "2", "--slots", "2"])
+
+
+def case_slurm_netns_srun(args):
+    require_cluster(args, "SLURM cluster on the namespace hosts")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    result = run([os.path.join(args.state, "launch"), "srun", "-N", "2", "-n", "2", "--label", "hostname"],
+                 timeout=60, env=env)
+    print(result.stdout, end="")
+    check(result.returncode == 0, f"srun exited with {result.returncode}", result.stdout)
+    check(sorted(result.stdout.split("\n")[:-1]) == ["0: node0", "1: node1"],
+          "expected '0: node0' and '1: node1' (each task in its node's namespace)", result.stdout)
+
+
 def case_srun_mnist(args):
     require_cluster(args, "SLURM cluster")
     check(args.mnist, "srun-mnist needs --mnist")
@@ -229,12 +249,15 @@ def main():
     parser.add_argument("--mnist", default="")
     parser.add_argument("--demo", default="")
     parser.add_argument("--kolorun", default="")
+    parser.add_argument("--netns", default="", help="the namespace hosts' state folder (slurm-netns-*)")
     args = parser.parse_args()
     cases = {
         "slurm-up": lambda: bring_up(args, "slurm-up.sh", ["--hosts", "2", "--slots", "2"]),
         "slurm-down": lambda: tear_down(args, "slurm-down.sh"),
         "netns-up": lambda: bring_up(args, "netns-up.sh", ["--hosts", "2", "--slots", "2"]),
         "netns-down": lambda: tear_down(args, "netns-down.sh"),
+        "slurm-netns-up": lambda: case_slurm_netns_up(args),
+        "slurm-netns-srun": lambda: case_slurm_netns_srun(args),
         "sbatch": lambda: case_sbatch(args),
         "srun-mnist": lambda: case_srun_mnist(args),
         "netns-kolorun": lambda: case_netns_kolorun(args),

@@ -3,7 +3,8 @@
 one clear line saying why (runtime/watchdog.h, docs/launcher.md "Failures").
 
     fault_test.py LAUNCHER FAULT --loop EXE --work DIR [--mpirun MPIRUN --mpirun-flags "..."]
-                  [--kolorun EXE] [--mnist EXE] [--netns STATE] [--slurm STATE] [--kolo-timeout S]
+                  [--kolorun EXE] [--mnist EXE] [--netns STATE] [--slurm STATE] [--whole-node]
+                  [--kolo-timeout S]
 
 The job: 3 ranks of fault_loop (or of examples/mnist with --mnist) with
 KOLO_CONTROL_TIMEOUT_SECONDS=S, KOLO_DATA_TIMEOUT_SECONDS=S (S=5 unless --kolo-timeout) and
@@ -13,7 +14,9 @@ Once every rank is under way, rank 2 gets FAULT:
   stop   SIGSTOP (alive, but answers nothing)
   cut    its host's link goes down: with --netns (the namespace hosts of tools/cluster),
          ranks 0, 1 on node0 and rank 2 on node1, whose eth0 is taken down (and put back up
-         at the end)
+         at the end); with --slurm too, the SLURM cluster of the namespace hosts
+         (slurm-up.sh --netns), where SLURM's traffic has its own link (mgmt0): eth0, the
+         ranks' data link, goes down, and with --whole-node mgmt0 as well
 LAUNCHER: mpirun (plain, as a user runs it), kolorun, srun (plain srun on the SLURM cluster
 of --slurm), kolorun-srun (kolorun's srun path on that cluster).
 
@@ -45,9 +48,19 @@ not) and kills it by pid (launcher/remote_kill.h): under kolorun nothing may be 
 plain mpirun these are measured and printed as "left running (Open MPI, expected)", then
 killed; anything else left fails. The watch ends 5 s after the last other process has gone.
 
+Under srun, with only the data link cut, SLURM still reaches node1: kolo's MPI_Abort makes
+srun end the step on both nodes and nothing may be left. With --whole-node, node1 is cut
+off from slurmctld and srun too (measured, SLURM 22.05): srun gives up on node1 ("Timed
+out waiting for job step to complete") about 14 s after the cut, rank 2 ends itself
+(kolo's watchdog, 16 s), but node1's slurmstepd stays until the link comes back: it
+retries its step-completion message to slurmctld every 60 s, without end, by design
+("Prevent orphan job step if slurmctld is down", src/slurmd/slurmstepd/mgr.c), and no
+setting changes that. It is measured and printed as "left running (SLURM 22.05,
+expected)", then killed; anything else left fails.
+
 Exit 77 (CTest SKIP) with the reason when the machine cannot run the case: no namespace
-hosts or SLURM cluster (their set-up test says why), or a cut link under SLURM, where
-every slurmd shares this machine's loopback and no link of one node can be cut.
+hosts or SLURM cluster (their set-up test says why), or a cut link on the SLURM cluster of
+the loopback (--slurm without --netns), where no link of one node can be cut.
 """
 import argparse
 import os
@@ -200,9 +213,13 @@ def command(args, env):
             return [args.kolorun, "-np", str(RANKS), "-H", "node0:2,node1:1"] + kolorun_flags + program
         # 3 ranks on this machine's cores, which may be fewer.
         return [args.kolorun, "-np", str(RANKS), "--oversubscribe"] + kolorun_flags + program
+    # With --netns too, the SLURM cluster runs on the namespace hosts (slurm-up.sh --netns):
+    # srun and kolorun run on node0, through the cluster's launch command.
+    on_node0 = [os.path.join(args.slurm, "launch")] if args.netns else []
     if args.launcher == "srun":
-        return ["srun", "-N", "2", "-n", str(RANKS), "--label"] + program
-    return [args.kolorun, "--launcher", "srun", "-np", str(RANKS), "--mpi-args", "-N 2"] + kolorun_flags + program
+        return on_node0 + ["srun", "-N", "2", "-n", str(RANKS), "--label"] + program
+    return on_node0 + [args.kolorun, "--launcher", "srun", "-np", str(RANKS), "--mpi-args", "-N 2"] + \
+        kolorun_flags + program
 
 
 def environment(args):
@@ -215,6 +232,21 @@ def environment(args):
     return env
 
 
+def wait_for_idle_nodes(slurm, env, seconds=90):
+    """After a cut on the SLURM cluster of the namespace hosts: until every node is idle again,
+    so that the next test gets its nodes at once (the controller may still be ending the job
+    on the node that was cut off, or have set it DOWN)."""
+    ctl = os.path.join(slurm, "ctl")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        states = subprocess.run([ctl, "sinfo", "-h", "-N", "-o", "%T"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True).stdout.split()
+        if states and all(state == "idle" for state in states):
+            return
+        time.sleep(1)
+    print(f"warning: the SLURM nodes are not all idle {seconds} s after the link came back: {' '.join(states)}")
+
+
 def clear_line_problems(output, launcher, fault, victim_host):
     """What is missing from the output: the line naming rank VICTIM, kolorun's summary."""
     problems = []
@@ -223,24 +255,33 @@ def clear_line_problems(output, launcher, fault, victim_host):
     launcher_names_victim = re.search(
         rf"process rank {VICTIM} with PID \d+ on node \S+ exited on signal 9"
         rf"|^srun: error: \S+: task {VICTIM}: Killed", output, re.M)
+    # A cut link splits the job in two, and either side may end it first: rank VICTIM's line
+    # naming every other rank is as clear (srun then reports rank VICTIM's exit code).
+    fatal_from_cut_off_side = [m for m in KOLO_FATAL.finditer(output) if int(m.group(1)) == VICTIM and re.search(
+        r"; ranks? " + ", ".join(str(r) for r in range(RANKS) if r != VICTIM) + " did not answer a roll call",
+        m.group(0))]
     lost_victims_host = re.search(r"^ORTE has lost communication with a remote daemon", output, re.M) and \
         re.search(rf"^\s*Remote daemon: \[\[\d+,\d+\],\d+\] on node {victim_host}$", output, re.M)
     if fault == "kill":
         if not (fatal_names_victim or launcher_names_victim):
             problems.append(f"no line names rank {VICTIM} as killed (the launcher's report or kolo's FATAL line)")
     elif fault == "cut":
-        if not (fatal_names_victim or lost_victims_host):
+        if not (fatal_names_victim or lost_victims_host or fatal_from_cut_off_side):
             problems.append(f"no line names rank {VICTIM} as not answering (kolo's FATAL line) or its host as lost "
-                            "(mpirun's report)")
+                            f"(mpirun's report), nor the other ranks from rank {VICTIM}'s side")
     elif not fatal_names_victim:
         problems.append(f"no kolo FATAL line names rank {VICTIM} as not answering")
     for rank in range(RANKS):
-        count = len(re.findall(rf"\[kolo {rank}\] FATAL: ", output))
+        # Each at the start of a line, behind the launcher's label: kolorun's summary quotes a
+        # failed rank's last lines, indented, and may quote the line again.
+        count = len(re.findall(rf"^(\d+: |\[\d+\]<std\w+>:)?\[kolo {rank}\] FATAL: ", output, re.M))
         if count > 1:
             problems.append(f"rank {rank} printed kolo's FATAL line {count} times (expected at most once)")
     if launcher.startswith("kolorun"):
         summary = re.search(rf"^kolorun: (rank {VICTIM} \(on \S+\) was killed by signal 9"
                             rf"|kolo on rank \d+ \(on \S+\) ended the job: .*rank {VICTIM} \(on \S+\) did not answer"
+                            rf"|kolo on rank {VICTIM} \(on \S+\) ended the job: .*; ranks "
+                            + ", ".join(rf"{r} \(on \S+\)" for r in range(RANKS) if r != VICTIM) + " did not answer"
                             rf"|rank \d+ \(on \S+\) exited with code 70; its last lines"
                             rf"|mpirun lost its daemon on {victim_host} \(rank {VICTIM} ran there\))", output, re.M)
         if not summary:
@@ -260,17 +301,24 @@ def run_case(args):
         tag, ns_before = netns_pids(args.netns)
     if args.slurm:
         require_cluster(argparse.Namespace(state=args.slurm), "SLURM cluster")
+    if args.whole_node and not (args.fault == "cut" and args.slurm and args.netns):
+        fail("--whole-node is for a cut link on the SLURM cluster of the namespace hosts (--slurm with --netns)")
     if args.fault == "cut" and not args.netns:
         skip("a cut link needs the namespace hosts (--netns): on the SLURM test cluster every slurmd shares this "
-             "machine's loopback, so no link of one node can be cut" if args.slurm else "a cut link needs --netns")
+             "machine's loopback, so no link of one node can be cut; the SLURM cluster on the namespace hosts "
+             "(--slurm with --netns) can" if args.slurm else "a cut link needs --netns")
     # A cut-off host's orted (and the shell rsh started it with) may wait for TCP, and plain
     # mpirun's abort waits for that daemon. kolorun ends them (launcher/remote_kill.h).
     cut_host = os.stat(f"/run/netns/{tag}-node1").st_ino if args.fault == "cut" else None
 
     def expected_leftover(p):
+        if args.fault == "cut" and args.whole_node:
+            return p.netns == cut_host and p.name == "slurmstepd"
         if args.fault != "cut" or args.launcher != "mpirun":
             return False
         return (p.netns == cut_host and p.name in ("orted", "sh")) or p.name == "mpirun"
+    leftover_owner = "SLURM 22.05" if args.whole_node else "Open MPI"
+    cut_links = ["eth0", "mgmt0"] if args.whole_node else ["eth0"]
 
     env = environment(args)
     cmd = command(args, env)
@@ -288,7 +336,8 @@ def run_case(args):
         print(f"ranks: " + ", ".join(f"{r} pid {p} on {h}" for r, (p, h) in sorted(ranks.items())))
 
         # Everything the job consists of, right before the fault.
-        watched.append(Process(job.proc.pid, f"{os.path.basename(cmd[0])} (the launcher)"))
+        launcher_name = os.path.basename(cmd[1] if cmd[0].endswith("/launch") else cmd[0])
+        watched.append(Process(job.proc.pid, f"{launcher_name} (the launcher)"))
         watched += [Process(pid, f"rank {r} ({h})") for r, (pid, h) in sorted(ranks.items())]
         for pid in descendants(job.proc.pid):
             stat = stat_of(pid)
@@ -308,8 +357,9 @@ def run_case(args):
         victim_pid, victim_host = ranks[VICTIM]
         if args.fault == "cut":
             check(victim_host == "node1", f"rank {VICTIM} runs on {victim_host}, expected node1")
-            subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", "eth0", "down"], check=True)
             link_down = True
+            for link in cut_links:
+                subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", link, "down"], check=True)
         else:
             os.kill(victim_pid, signal.SIGKILL if args.fault == "kill" else signal.SIGSTOP)
         fault_time = time.monotonic()
@@ -337,9 +387,13 @@ def run_case(args):
             job.proc.kill()
             job.proc.wait()
         if link_down:
-            subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", "eth0", "up"])
+            for link in cut_links:
+                subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", link, "up"])
+            if args.slurm:
+                wait_for_idle_nodes(args.slurm, env)
         if args.slurm and left:
-            subprocess.run(["scancel", "--full", f"--user={os.getuid()}"], env=env)
+            ctl = [os.path.join(args.slurm, "ctl")] if args.netns else []
+            subprocess.run(ctl + ["scancel", "--full", f"--user={os.getuid()}"], env=env)
 
     output = job.text()
     print("---- the job's output, without progress lines ----")
@@ -353,7 +407,8 @@ def run_case(args):
     late = [p for p in watched if p.gone_after is None and not expected_leftover(p)]
     for p in watched:
         if p.gone_after is None and expected_leftover(p):
-            print(f"left running (Open MPI, expected): {p.what} pid {p.pid} at the end of the watch - killed by this test")
+            print(f"left running ({leftover_owner}, expected): {p.what} pid {p.pid} at the end of the watch - "
+                  "killed by this test")
     ended = [p.gone_after for p in watched if p.gone_after is not None]
     seconds = max(ended) if not late else bound
     expected = [f"{p.name} pid {p.pid}" for p in watched if p.gone_after is None and expected_leftover(p)]
@@ -381,6 +436,8 @@ def main():
     parser.add_argument("--mnist", default="", help="run examples/mnist instead of fault_loop")
     parser.add_argument("--netns", default="", help="the namespace hosts' state folder")
     parser.add_argument("--slurm", default="", help="the SLURM cluster's state folder")
+    parser.add_argument("--whole-node", action="store_true",
+                        help="cut: take node1's management link (mgmt0, SLURM's traffic) down too")
     parser.add_argument("--kolo-timeout", type=float, default=5,
                         help="KOLO_CONTROL_TIMEOUT_SECONDS and KOLO_DATA_TIMEOUT_SECONDS")
     args = parser.parse_args()

@@ -400,8 +400,8 @@ TEST_CASE("errors found before the launch are explained and nothing starts", "[k
   }
 }
 
-// Each of these was once accepted: --dry-run keeps the test from starting what kolorun
-// would have started.
+// Each must be refused before anything starts; --dry-run keeps the test from starting what
+// kolorun would start if it accepted one.
 TEST_CASE("kolorun refuses -np beyond this machine's cores, and empty or repeated hosts, with exit 2",
           "[kolorun][errors][hosts]") {
   const std::string local_range = "kolorun: -np must be between 1 and ";

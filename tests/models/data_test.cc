@@ -214,7 +214,7 @@ TEST_CASE("malformed IDX files are errors that name the file and the problem", "
 
 // A flipped bit in the compressed data or the CRC/length trailer is damage to the gzip
 // stream, whatever the damaged stream inflates to: the error names gzip, not the IDX
-// payload's length (a flip that inflates to extra bytes once read as "trailing data").
+// payload's length (a flip that inflates to extra bytes is not "trailing data").
 TEST_CASE("every flipped bit in a gzip stream or its trailer is reported as corrupt gzip", "[data][idx]") {
   TempDir dir;
   const Bytes gz = read_file(kFixtures + "/tiny-images-idx3-ubyte.gz");

@@ -8,6 +8,23 @@
 #   srun --mpi=pmix -N 2 -n 4 build/examples/allreduce_demo
 #   tools/cluster/slurm-down.sh STATE_DIR
 #
+# With --netns NETNS_DIR (the state folder of a running tools/cluster/netns-up.sh), the
+# cluster runs on those namespace hosts instead, so that one node's link can be cut. As on
+# a cluster with a separate data network, SLURM's own traffic has a management network:
+# each host gets a second link, mgmt0 (10.78.0.(I+1)/24, on a bridge "mgmt" in the hub
+# namespace), slurmctld runs in the hub at 10.78.0.254, the slurmd of nodeI inside nodeI's
+# namespace (host name nodeI, NodeAddr its mgmt0 address), and the ranks' MPI traffic
+# stays on eth0 (10.77.0.0/24). Taking a host's eth0 down cuts its data link; taking its
+# mgmt0 down too cuts it off entirely. (Cut off entirely, a node's slurmstepd retries its
+# step-completion message to slurmctld every 60 s, by design of SLURM 22.05, and stays until
+# the link is back: see tests/faults/fault_test.py.) No client can reach the controller
+# from the root namespace, so two commands are written into STATE_DIR:
+#   STATE_DIR/launch CMD...   CMD (srun, kolorun) on node0, with SLURM_CONF and Open MPI's
+#                             TCP interfaces set to eth0's subnet (10.77.0.0/24)
+#   STATE_DIR/ctl CMD...      CMD (scontrol, scancel, sinfo, squeue) in the hub namespace
+# Both clusters have the same SLURM settings: no timeout of SLURM's decides when a job
+# with a cut link ends (kolo's watchdog does; tests/faults/fault_test.py).
+#
 # Idempotent: a cluster already running in STATE_DIR is left as it is. If anything fails
 # half-way, what was started is stopped again. Exit 77 (SKIP for CTest) when this machine
 # cannot run it (not root, packages not installable). Several clusters can run at once in
@@ -24,6 +41,8 @@
 #  - Debian's Open MPI has no SLURM PMI-1/2 support: srun needs --mpi=pmix (MpiDefault here).
 source "$(dirname "$0")/lib.sh"
 
+NETNS=""
+if (($# > 1)) && [[ "$1" == --netns ]]; then NETNS="$(realpath -m "$2")"; shift 2; fi
 cluster_up_args "$@"
 nodes=$HOSTS cpus=$SLOTS   # SLURM's words
 D="$STATE"
@@ -37,6 +56,37 @@ compgen -G "/usr/lib/*/libpmix.so" >/dev/null || cluster_missing "libpmix.so not
 
 alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# ---- where the daemons run: here, or on the namespace hosts of --netns
+ctld_addr=127.0.0.1
+in_hub() { "$@"; }                        # slurmctld and the clients
+on_node() { shift; "$@"; }                # on_node nodeI CMD...: slurmd of nodeI
+node_addr() { echo 127.0.0.1; }
+if [[ -n "$NETNS" ]]; then
+  [[ -f "$NETNS/env.sh" && -x "$NETNS/on" ]] || cluster_die "--netns $NETNS: no namespace hosts there (tools/cluster/netns-up.sh)"
+  ns_tag="$(sed -n 's/^KOLO_NETNS_TAG=//p' "$NETNS/env.sh")"
+  ns_hosts="$(sed -n 's/^KOLO_NETNS_HOSTS=//p' "$NETNS/env.sh")"
+  ns_net="$(sed -n 's/^KOLO_NETNS_SUBNET=//p' "$NETNS/env.sh")"; ns_net="${ns_net%.0/24}"
+  [[ -e "/run/netns/${ns_tag}-hub" ]] || cluster_die "--netns $NETNS: its hub namespace ${ns_tag}-hub is gone"
+  ((ns_hosts >= nodes)) || cluster_die "--netns $NETNS has $ns_hosts hosts, $nodes needed"
+  mgmt_net=10.78.0
+  ctld_addr="$mgmt_net.254"
+  in_hub() { ip netns exec "${ns_tag}-hub" "$@"; }
+  # `ip netns exec` gives each namespace a fresh /sys without the cgroup mounts, and
+  # slurmd's cgroup plugin (22.05 always loads one) fails without them: slurmd mounts, in
+  # its own mount namespace, the cgroup hierarchies this machine has.
+  on_node() {
+    local host="$1"; shift
+    "$NETNS/on" "$host" /bin/sh -c "$(cgroup_mounts) && exec \"\$@\"" slurmd-on-"$host" "$@"
+  }
+  node_addr() { echo "$mgmt_net.$((${1#node} + 1))"; }
+  cgroup_mounts() {
+    awk '$2 ~ "^/sys/fs/cgroup(/|$)" {
+           cmd = cmd sep ($2 == "/sys/fs/cgroup" ? "" : "mkdir -p " $2 " && ") \
+                 "mount -t " $3 " -o " $4 " " $1 " " $2; sep = " && " }
+         END { print (cmd == "" ? "true" : cmd) }' /proc/mounts
+  }
+fi
+
 if alive "$D/munged.pid" && alive "$D/slurmctld.pid" && [[ -f "$D/env.sh" ]]; then
   cluster_log "already running in $D"; exit 0
 fi
@@ -46,6 +96,23 @@ trap '(($? == 0)) || { cluster_log "failed; logs:"; tail -n 5 "$D"/log/*.log >&2
 
 mkdir -p "$D"/{munge,ctld,log,spool,tmp}
 chmod 700 "$D" "$D/munge"
+if [[ -n "$NETNS" ]]; then
+  # Written first, so that slurm-down.sh finds the hub even if we fail half-way.
+  printf 'KOLO_SLURM_NETNS=%s\nKOLO_SLURM_HUB=%s\n' "$NETNS" "${ns_tag}-hub" >"$D/netns"
+  # The management network: made directly inside the namespaces, like netns-up.sh's links.
+  hub="${ns_tag}-hub"
+  ip -n "$hub" link del mgmt 2>/dev/null || true   # left by a run that died half-way
+  ip -n "$hub" link add mgmt type bridge
+  ip -n "$hub" addr add "$ctld_addr/24" dev mgmt
+  ip -n "$hub" link set mgmt up
+  for ((i = 0; i < nodes; i++)); do
+    ip -n "$hub" link del "m$i" 2>/dev/null || true
+    ip link add mgmt0 netns "${ns_tag}-node$i" type veth peer name "m$i" netns "$hub"
+    ip -n "${ns_tag}-node$i" addr add "$(node_addr "node$i")/24" dev mgmt0
+    ip -n "${ns_tag}-node$i" link set mgmt0 up
+    ip -n "$hub" link set "m$i" master mgmt up
+  done
+fi
 # Two clusters starting at once (two build folders' tests) would pick the same free ports:
 # the choice is serialized until our daemons listen on them (the lock goes with this script).
 exec 9>"/tmp/kolo-slurm-ports.lock"
@@ -65,7 +132,7 @@ timeout 5 munge -S "$D/munge/munge.socket" -n </dev/null | timeout 5 unmunge -S 
 {
   cat <<CONF
 ClusterName=kolo
-SlurmctldHost=localhost(127.0.0.1)
+SlurmctldHost=localhost($ctld_addr)
 SlurmctldPort=$ports
 SrunPortRange=$((ports + 100))-$((ports + 399))
 AuthType=auth/munge
@@ -101,7 +168,7 @@ MinJobAge=5
 SlurmdTimeout=60
 CONF
   for ((i = 0; i < nodes; i++)); do
-    echo "NodeName=node$i NodeHostname=node$i NodeAddr=127.0.0.1 Port=$((ports + 1 + i)) CPUs=$cpus RealMemory=1000 State=UNKNOWN"
+    echo "NodeName=node$i NodeHostname=node$i NodeAddr=$(node_addr "node$i") Port=$((ports + 1 + i)) CPUs=$cpus RealMemory=1000 State=UNKNOWN"
   done
   echo "PartitionName=debug Nodes=node[0-$((nodes - 1))] Default=YES MaxTime=INFINITE State=UP"
 } >"$D/slurm.conf"
@@ -118,20 +185,43 @@ PROLOG
 chmod 755 "$D/task_prolog.sh"
 echo "export SLURM_CONF=$D/slurm.conf" >"$D/env.sh"
 export SLURM_CONF="$D/slurm.conf"
+if [[ -n "$NETNS" ]]; then
+  cat >"$D/launch" <<LAUNCH
+#!/bin/sh
+# launch CMD...: CMD (srun, kolorun --launcher srun) on node0 of $NETNS, with this cluster's
+# SLURM_CONF and Open MPI's TCP traffic on eth0's subnet (as $NETNS/launch sets it).
+export SLURM_CONF="$D/slurm.conf"
+export OMPI_MCA_oob_tcp_if_include=$ns_net.0/24
+export OMPI_MCA_btl_tcp_if_include=$ns_net.0/24
+if [ "\$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+exec "$NETNS/on" node0 "\$@"
+LAUNCH
+  cat >"$D/ctl" <<CTL
+#!/bin/sh
+# ctl CMD...: CMD (scontrol, scancel, sinfo, squeue) where the controller is reachable.
+export SLURM_CONF="$D/slurm.conf"
+exec ip netns exec "${ns_tag}-hub" "\$@"
+CTL
+  chmod 755 "$D/launch" "$D/ctl"
+fi
 
 # ---- daemons: the controller, then one slurmd per logical node
-slurmctld -f "$SLURM_CONF" -i -c 9>&-   # (9>&-: the daemons must not keep the port lock)
-for _ in $(seq 100); do timeout 5 scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
+in_hub slurmctld -f "$SLURM_CONF" -i -c 9>&-   # (9>&-: the daemons must not keep the port lock)
+for _ in $(seq 100); do in_hub timeout 5 scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
 alive "$D/slurmctld.pid" || cluster_die "slurmctld did not start"
 for ((i = 0; i < nodes; i++)); do
   mkdir -p "$D/spool/node$i" "$D/tmp/node$i"
-  slurmd -f "$SLURM_CONF" -N "node$i" 9>&-
+  on_node "node$i" slurmd -f "$SLURM_CONF" -N "node$i" 9>&-
 done
 idle=0
 for _ in $(seq 150); do
-  idle="$(timeout 5 sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle' || true)"
+  idle="$(in_hub timeout 5 sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle' || true)"
   ((idle >= nodes)) && break
   sleep 0.2
 done
 ((idle >= nodes)) || cluster_die "only $idle of $nodes nodes became idle"
-cluster_log "$nodes nodes x $cpus CPUs up (ports $ports..); source $D/env.sh"
+if [[ -n "$NETNS" ]]; then
+  cluster_log "$nodes nodes x $cpus CPUs up on the namespace hosts of $NETNS (slurmctld $ctld_addr:$ports); $D/launch srun ..."
+else
+  cluster_log "$nodes nodes x $cpus CPUs up (ports $ports..); source $D/env.sh"
+fi
