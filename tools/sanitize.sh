@@ -15,7 +15,8 @@
 # not what they check). Open MPI is not built for TSan: its progress engine writes buffers
 # that another thread polls, so tools/sanitizers/tsan.supp suppresses Open MPI's own frames,
 # and nothing else.
-#   KOLO_BUILD_DIR   build folder prefix (default: <repo>/build-sanitize-<job>)
+#   KOLO_BUILD_DIR   the jobs build in KOLO_BUILD_DIR-address and KOLO_BUILD_DIR-thread
+#                    (default: <repo>/build-sanitize)
 #   KOLO_JOBS        parallel build jobs (default: number of cores)
 set -euo pipefail
 KOLO_ROOT_EARLY="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,11 +37,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 kolo_install_packages
 kolo_setup_mpi
 supp="$KOLO_ROOT/tools/sanitizers"
+reports=""  # the running job's report folder (run_job)
 
 # The test programs of the layers checked here; a test runs when its command starts one.
-# The unit tests of the first line never start MPI: LeakSanitizer checks them. Open MPI's plugins
-# are unloaded before LeakSanitizer looks, so what they never free has no module name
-# left to suppress: the MPI programs run without it.
+# The unit tests of the first line never start MPI: LeakSanitizer checks them. Open MPI
+# unloads its plugins before LeakSanitizer looks, so what they never free has no module
+# name left to suppress: whatever starts MPI runs without it.
 NO_MPI_PROGRAMS=(kolo_runtime_unit_tests kolo_inprocess_tests kolo_ops_unit_tests kolo_launcher_tests)
 MPI_PROGRAMS=(kolo_shutdown_race kolo_mpi_tests kolo_init_modes kolo_timeline_writer)
 
