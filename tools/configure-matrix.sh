@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Configures kolo once for each of its CMake switches turned off (and the AUTO ones forced
-# on), each in its own temporary build folder, so that a combination nobody builds day to
-# day still configures. Per case:
+# Configures kolo once for each of its CMake switches turned off (the AUTO ones forced on,
+# each KOLO_SANITIZE value, and the values that must be refused), each in its own
+# temporary build folder, so that a combination nobody builds day to day still
+# configures. Per case:
 #   1. cmake configure (Ninja), which also generates the build files: a target that another
 #      folder names but this combination leaves out fails here;
 #   2. `ninja -n`: the whole build graph resolves (every source and dependency exists);

@@ -380,17 +380,19 @@ def run_case(args):
             time.sleep(0.05)
         job.reader.join(timeout=5)
     finally:
+        # The link back up first: what was left on node1 (a slurmstepd) can then tell the
+        # controller that its step ended, and the nodes are idle again for the next test.
+        if link_down:
+            for link in cut_links:
+                subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", link, "up"])
         left = [p for p in watched if p.running()]
         for p in left:
             p.kill()
         if job.proc.poll() is None:
             job.proc.kill()
             job.proc.wait()
-        if link_down:
-            for link in cut_links:
-                subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", link, "up"])
-            if args.slurm:
-                wait_for_idle_nodes(args.slurm, env)
+        if link_down and args.slurm:
+            wait_for_idle_nodes(args.slurm, env)
         if args.slurm and left:
             ctl = [os.path.join(args.slurm, "ctl")] if args.netns else []
             subprocess.run(ctl + ["scancel", "--full", f"--user={os.getuid()}"], env=env)

@@ -3,7 +3,8 @@
 # slurmd per logical node (node0, node1, ...), as root, without systemd and without
 # touching /etc. Everything (configs, keys, sockets, logs, pid files) lives in STATE_DIR.
 #
-#   tools/cluster/slurm-up.sh [--hosts 2] [--slots 2] STATE_DIR   # nodes, CPUs per node
+#   tools/cluster/slurm-up.sh [--netns NETNS_DIR] [--hosts 2] [--slots 2] STATE_DIR
+#                                    # --netns first, if given; nodes, CPUs per node
 #   source STATE_DIR/env.sh          # SLURM_CONF for srun, sbatch, sinfo, scontrol
 #   srun --mpi=pmix -N 2 -n 4 build/examples/allreduce_demo
 #   tools/cluster/slurm-down.sh STATE_DIR
@@ -28,7 +29,8 @@
 # Idempotent: a cluster already running in STATE_DIR is left as it is. If anything fails
 # half-way, what was started is stopped again. Exit 77 (SKIP for CTest) when this machine
 # cannot run it (not root, packages not installable). Several clusters can run at once in
-# different STATE_DIRs (each takes its own free ports).
+# different STATE_DIRs (each takes its own free ports), but only one --netns cluster on one
+# set of namespace hosts: its management links and addresses have fixed names.
 #
 # Facts this rests on (Debian 12, SLURM 22.05, Open MPI 4.1):
 #  - two slurmd on one host work with the stock build when each node has its own
