@@ -8,47 +8,55 @@
 #include "kolo/kolo_mpi.h"
 #include "logging.h"
 #include "mpi_transport.h"
-#include "runtime.h"
+#include "process_sets.h"
 
 namespace kolo {
 namespace {
 
 std::mutex g_lifecycle;  // init() and shutdown(), one at a time
 
-// The runtime of init(). Every call takes its own reference for as long as it runs:
-// shutdown() on another thread cannot free the runtime under it. A mutex rather than
+// The process sets of init(). Every call takes its own reference for as long as it runs:
+// shutdown() on another thread cannot free them under it. A mutex rather than
 // std::atomic<std::shared_ptr>: GCC 12's libstdc++ unlocks in its load() with a relaxed
 // store, so a load() and a later exchange() race in C++'s memory model, and TSan reports
 // them.
-class GlobalRuntime {
+class GlobalSets {
  public:
-  std::shared_ptr<Runtime> load() const {
+  std::shared_ptr<ProcessSets> load() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return runtime_;
+    return sets_;
   }
-  std::shared_ptr<Runtime> exchange(std::shared_ptr<Runtime> runtime) {
+  std::shared_ptr<ProcessSets> exchange(std::shared_ptr<ProcessSets> sets) {
     std::lock_guard<std::mutex> lock(mutex_);
-    runtime_.swap(runtime);
-    return runtime;
+    sets_.swap(sets);
+    return sets;
   }
 
  private:
   mutable std::mutex mutex_;  // held only to copy or swap the pointer
-  std::shared_ptr<Runtime> runtime_;
+  std::shared_ptr<ProcessSets> sets_;
 };
-GlobalRuntime g_runtime;
-bool g_owns_mpi = false;  // kolo initialised MPI and finalises it at shutdown
-thread_local Runtime* t_runtime = nullptr;  // bind_thread_to()
+GlobalSets g_sets;
+bool g_kolo_initialised_mpi = false;  // so kolo finalises it, even after an init() that failed
+bool g_owns_mpi = false;              // the running kolo finalises MPI at shutdown
+thread_local ProcessSets* t_sets = nullptr;  // bind_thread_to()
 
-// The runtime this thread's calls reach, or null.
-std::shared_ptr<Runtime> current() {
-  if (t_runtime != nullptr) return std::shared_ptr<Runtime>(std::shared_ptr<Runtime>(), t_runtime);  // not owned
-  return g_runtime.load();
+// The process sets this thread's calls reach, or null.
+std::shared_ptr<ProcessSets> current() {
+  if (t_sets != nullptr) return std::shared_ptr<ProcessSets>(std::shared_ptr<ProcessSets>(), t_sets);  // not owned
+  return g_sets.load();
 }
 
-std::shared_ptr<Runtime> runtime() {
-  if (std::shared_ptr<Runtime> r = current()) return r;
+std::shared_ptr<ProcessSets> sets() {
+  if (std::shared_ptr<ProcessSets> s = current()) return s;
   throw Error(StatusCode::InvalidArgument, "kolo is not initialised: call kolo::init() first");
+}
+
+// The global set's runtime, kept alive by the reference to its process sets.
+std::shared_ptr<Runtime> runtime() {
+  std::shared_ptr<ProcessSets> s = sets();
+  Runtime* global = &s->global();
+  return std::shared_ptr<Runtime>(std::move(s), global);
 }
 
 Handle failed(Status status) {
@@ -61,9 +69,22 @@ Handle failed(StatusCode code, const std::string& message) { return failed(Statu
 
 Status invalid(std::string message) { return Status(StatusCode::InvalidArgument, std::move(message)); }
 
+// The runtime of `set` for this call, kept alive with its process sets, or null with
+// `why_not` (a set that does not exist, or one this rank is not in).
+std::shared_ptr<Runtime> runtime_of(const ProcessSet& set, Status& why_not) {
+  std::shared_ptr<ProcessSets> s = sets();
+  std::shared_ptr<Runtime> r = s->runtime(set.id(), why_not);
+  if (!r) return nullptr;
+  Runtime* raw = r.get();
+  // Owns both: the set's runtime (a removed set's lives on for this call) and the sets.
+  auto both = std::make_shared<std::pair<std::shared_ptr<ProcessSets>, std::shared_ptr<Runtime>>>(std::move(s),
+                                                                                                  std::move(r));
+  return std::shared_ptr<Runtime>(std::move(both), raw);
+}
+
 // Checks that the caller's view is usable: OK, or why not (InvalidArgument; Unsupported for
 // a GPU tensor in a build without GPU support).
-Status check_view(const std::string& name, const TensorView& view, const char* role) {
+Status check_view(Runtime& rt, const std::string& name, const TensorView& view, const char* role) {
   for (int64_t d : view.shape)
     if (d < 0)
       return invalid("kolo: " + std::string(role) + " of '" + name + "' has a negative dimension " +
@@ -71,7 +92,7 @@ Status check_view(const std::string& name, const TensorView& view, const char* r
   if (view.data == nullptr && view.num_elements() > 0)
     return invalid("kolo: " + std::string(role) + " of '" + name + "' has no data (null pointer)");
   if (!view.device.is_cpu() && view.num_elements() > 0)
-    if (Status problem = runtime()->devices().check(view); !problem.ok())
+    if (Status problem = rt.devices().check(view); !problem.ok())
       return Status(problem.code(), "kolo: " + std::string(role) + " of '" + name + "' is on cuda:" +
                                         std::to_string(view.device.index) + ", but " + problem.message());
   return Status::OK();
@@ -79,29 +100,49 @@ Status check_view(const std::string& name, const TensorView& view, const char* r
 
 // A GPU tensor's handle carries the event that says it is ready: recorded now, on the
 // calling thread's stream, so that the collective waits for its producer on the device.
-void attach_gpu(TensorEntry& entry) {
+void attach_gpu(Runtime& rt, TensorEntry& entry) {
   if (entry.request.device.is_cpu()) return;
   auto gpu = std::make_shared<detail::GpuState>();
-  gpu->ready = runtime()->devices().record_ready(entry.request.device);
+  gpu->ready = rt.devices().record_ready(entry.request.device);
   entry.handle.gpu = std::move(gpu);
 }
 
-Handle submit(EntryPtr entry) {
+Handle submit(Runtime& rt, EntryPtr entry) {
   try {
-    attach_gpu(*entry);
+    attach_gpu(rt, *entry);
   } catch (const Error& e) {
     return failed(e.code(), "kolo: tensor '" + entry->request.name + "': " + e.what());
   }
   Handle handle(handle_of(entry));
-  if (Status status = runtime()->submit(std::move(entry)); !status.ok())
+  if (Status status = rt.submit(std::move(entry)); !status.ok())
     return failed(status);
   return handle;
 }
 
-EntryPtr make_entry(const std::string& name, OpType type, const TensorView& input, void* output) {
+// Members of a group are negotiated together: none runs before all are ready on every
+// rank. The group's key is its first member's name.
+std::vector<Handle> submit_group(Runtime& rt, std::vector<EntryPtr> entries) {
+  auto all_failed = [&](Status status) { return std::vector<Handle>(entries.size(), failed(std::move(status))); };
+  for (EntryPtr& e : entries) {
+    e->request.group = entries.front()->request.name;
+    e->request.group_size = static_cast<int32_t>(entries.size());
+    try {
+      attach_gpu(rt, *e);
+    } catch (const Error& error) {
+      return all_failed(Status(error.code(), "kolo: tensor '" + e->request.name + "': " + error.what()));
+    }
+  }
+  std::vector<Handle> handles;
+  for (const EntryPtr& e : entries) handles.emplace_back(handle_of(e));
+  if (Status status = rt.submit(std::move(entries)); !status.ok()) return all_failed(status);
+  return handles;
+}
+
+// An empty name gets the set's next automatic one for the operation's type.
+EntryPtr make_entry(Runtime& rt, const std::string& name, OpType type, const TensorView& input, void* output) {
   auto e = std::make_shared<TensorEntry>();
   Request& r = e->request;
-  r.name = name;
+  r.name = name.empty() ? rt.automatic_name(type) : name;
   r.type = type;
   r.dtype = input.dtype;
   r.device = input.device;
@@ -123,32 +164,60 @@ std::string check_same_layout(const std::string& name, const TensorView& input, 
   return "";
 }
 
+// Average and the scale factors need a floating-point dtype.
+Status check_scaling(const char* what, const std::string& name, DType dtype, ReduceOp op, double prescale,
+                     double postscale) {
+  if (!is_floating_point(dtype) && (op == ReduceOp::Average || prescale != 1.0 || postscale != 1.0))
+    return invalid("kolo: " + std::string(what) + " of '" + name +
+                   "': average and pre/postscale need a floating-point dtype, not " + dtype_name(dtype) +
+                   " (use sum and divide)");
+  return Status::OK();
+}
+
 // OK if the allreduce arguments are usable, else why not.
-Status check_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+Status check_allreduce(Runtime& rt, const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
-  if (name.empty()) return invalid("kolo: a tensor name must not be empty");
-  if (Status s = check_view(name, input, "input"); !s.ok()) return s;
+  if (Status s = check_view(rt, name, input, "input"); !s.ok()) return s;
   if (&output != &input) {  // in place (the common case): nothing more to compare
-    if (Status s = check_view(name, output, "output"); !s.ok()) return s;
+    if (Status s = check_view(rt, name, output, "output"); !s.ok()) return s;
     if (auto e = check_same_layout(name, input, output); !e.empty()) return invalid(e);
   }
   if (options.compression != Compression::None && !is_floating_point(input.dtype))
     return invalid("kolo: allreduce of '" + name + "': " + compression_name(options.compression) +
                    " compression needs a floating-point dtype, not " + dtype_name(input.dtype));
-  if (!is_floating_point(input.dtype) &&
-      (options.op == ReduceOp::Average || options.prescale != 1.0 || options.postscale != 1.0))
-    return invalid("kolo: allreduce of '" + name + "': average and pre/postscale need a floating-point dtype, not " +
-                   dtype_name(input.dtype) + " (use sum and divide)");
-  return Status::OK();
+  return check_scaling("allreduce", name, input.dtype, options.op, options.prescale, options.postscale);
 }
 
-EntryPtr allreduce_entry(const std::string& name, const TensorView& input, const TensorView& output,
+EntryPtr allreduce_entry(Runtime& rt, const std::string& name, const TensorView& input, const TensorView& output,
                          const AllreduceOptions& options) {
-  EntryPtr e = make_entry(name, OpType::Allreduce, input, output.data);
+  EntryPtr e = make_entry(rt, name, OpType::Allreduce, input, output.data);
   e->request.op = options.op;
   e->request.prescale = options.prescale;
   e->request.postscale = options.postscale;
   e->request.compression = options.compression;
+  return e;
+}
+
+Status check_allgather(Runtime& rt, const std::string& name, const TensorView& input) {
+  if (Status s = check_view(rt, name, input, "input"); !s.ok()) return s;
+  if (input.shape.empty())
+    return invalid("kolo: allgather of '" + name + "' needs at least one dimension (got a scalar)");
+  return Status::OK();
+}
+
+Status check_reducescatter(Runtime& rt, const std::string& name, const TensorView& input,
+                           const ReducescatterOptions& options) {
+  if (Status s = check_view(rt, name, input, "input"); !s.ok()) return s;
+  if (input.shape.empty()) return invalid("kolo: reducescatter of '" + name + "' needs at least one dimension");
+  return check_scaling("reducescatter", name, input.dtype, options.op, options.prescale, options.postscale);
+}
+
+EntryPtr reducescatter_entry(Runtime& rt, const std::string& name, const TensorView& input,
+                             const ReducescatterOptions& options) {
+  EntryPtr e = make_entry(rt, name, OpType::Reducescatter, input, nullptr);
+  e->request.op = options.op;
+  e->request.prescale = options.prescale;
+  e->request.postscale = options.postscale;
   return e;
 }
 
@@ -160,11 +229,13 @@ bool Handle::ready() const {
   return !state_ || state_->is_done();
 }
 
+// A caller may wait on any set's operation: every runtime of this rank starts its cycle.
 void detail::note_caller_waits() {
-  if (std::shared_ptr<Runtime> r = current()) r->caller_waits();
+  if (ProcessSets* s = t_sets) return s->caller_waits();
+  if (std::shared_ptr<ProcessSets> s = g_sets.load()) s->caller_waits();
 }
 
-void bind_thread_to(Runtime* runtime) { t_runtime = runtime; }
+void bind_thread_to(ProcessSets* sets) { t_sets = sets; }
 
 namespace {
 
@@ -208,26 +279,26 @@ namespace {
 // A program that saw kolo's error and returns from main (or calls exit) ends the job now,
 // instead of leaving the other ranks to kolo's grace time, or MPI to wait for them.
 void end_job_if_failed() {
-  if (std::shared_ptr<Runtime> r = g_runtime.load(); r && r->failed()) r->end_job_after_failure();
+  if (std::shared_ptr<ProcessSets> s = g_sets.load(); s && s->failed()) s->end_job_after_failure();
 }
 
-void start(MPI_Comm comm, bool owns_mpi, const Config& config) {
+void start(MPI_Comm comm, const Config& config, const std::vector<std::vector<int>>& process_sets) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   set_log_rank(rank);  // before the Runtime, which reports ignored settings as it starts
-  auto r = std::make_shared<Runtime>(std::make_unique<MpiTransport>(comm, config, steady_clock()), config,
-                                     steady_clock());
-  if (r->transport().rank() == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
-  g_owns_mpi = owns_mpi;
-  g_runtime.exchange(std::move(r));
+  auto s = std::make_shared<ProcessSets>(std::make_unique<MpiTransport>(comm, config, steady_clock()), config,
+                                         steady_clock(), process_sets);
+  if (rank == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
+  g_owns_mpi = g_kolo_initialised_mpi;
+  g_sets.exchange(std::move(s));
   static const bool registered = std::atexit(end_job_if_failed) == 0;
   (void)registered;
 }
 
-// Until calls still running on other threads let go of `r` (each holds it for one call).
-void wait_for_last_reference(const std::shared_ptr<Runtime>& r) {
+// Until calls still running on other threads let go of `s` (each holds it for one call).
+void wait_for_last_reference(const std::shared_ptr<ProcessSets>& s) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (r.use_count() > 1 && std::chrono::steady_clock::now() < give_up)
+  while (s.use_count() > 1 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
@@ -245,29 +316,32 @@ void require_thread_multiple() {
 
 }  // namespace
 
-void init() {
+void init() { init(std::vector<std::vector<int>>{}); }
+
+void init(const std::vector<std::vector<int>>& process_sets) {
   std::lock_guard<std::mutex> lock(g_lifecycle);
-  if (g_runtime.load()) return;
+  if (g_sets.load()) return;
   const Config config = config_from_environment();
   set_log_level(config.log_level);
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (finalized) throw Error(StatusCode::InvalidArgument, "kolo: MPI has already been finalised; kolo cannot start again");
-  bool owns_mpi = false;
   if (!initialized) {
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       throw Error(StatusCode::CommFailure, "kolo: MPI_Init_thread failed");
-    owns_mpi = true;
+    g_kolo_initialised_mpi = true;
   }
   require_thread_multiple();
-  start(MPI_COMM_WORLD, owns_mpi, config);
+  start(MPI_COMM_WORLD, config, process_sets);
 }
 
-void init(MPI_Comm comm) {
+void init(MPI_Comm comm) { init(comm, {}); }
+
+void init(MPI_Comm comm, const std::vector<std::vector<int>>& process_sets) {
   std::lock_guard<std::mutex> lock(g_lifecycle);
-  if (g_runtime.load()) return;
+  if (g_sets.load()) return;
   const Config config = config_from_environment();
   set_log_level(config.log_level);
   int initialized = 0;
@@ -278,24 +352,27 @@ void init(MPI_Comm comm) {
     throw Error(StatusCode::InvalidArgument,
                 "kolo: init(MPI_Comm) was given MPI_COMM_NULL (is this rank outside the split?)");
   require_thread_multiple();
-  start(comm, false, config);
+  start(comm, config, process_sets);
 }
 
 // After a failure that ends the job, shutdown() ends it at once: MPI_Finalize is
 // collective and would wait for ranks that no longer answer (watchdog.h).
 void shutdown() {
   std::lock_guard<std::mutex> lock(g_lifecycle);
-  std::shared_ptr<Runtime> r = g_runtime.exchange(nullptr);
-  if (!r) return;
-  if (r->failed()) r->end_job_after_failure();
-  r->shutdown();  // stops the background thread: later calls on r fail as shut down
-  if (r->failed()) r->end_job_after_failure();  // its last cycle found a rank gone
-  wait_for_last_reference(r);
-  r.reset();  // frees the communicator
-  if (g_owns_mpi) MPI_Finalize();
+  std::shared_ptr<ProcessSets> s = g_sets.exchange(nullptr);
+  if (!s) return;
+  if (s->failed()) s->end_job_after_failure();
+  s->shutdown();  // stops the background threads: later calls fail as shut down
+  if (s->failed()) s->end_job_after_failure();  // a last cycle found a rank gone
+  wait_for_last_reference(s);
+  s.reset();  // frees the communicators
+  if (g_owns_mpi) {
+    MPI_Finalize();
+    g_owns_mpi = g_kolo_initialised_mpi = false;
+  }
 }
 
-bool is_initialized() { return g_runtime.load() != nullptr; }
+bool is_initialized() { return g_sets.load() != nullptr; }
 void copy_gpu_result(void* dst, const TensorView& result) { runtime()->devices().copy_result(dst, result); }
 int rank() { return runtime()->transport().rank(); }
 int size() { return runtime()->transport().size(); }
@@ -303,15 +380,84 @@ int local_rank() { return runtime()->transport().topology().local_rank; }
 int local_size() { return runtime()->transport().topology().local_size; }
 int cross_rank() { return runtime()->transport().topology().cross_rank; }
 int cross_size() { return runtime()->transport().topology().cross_size; }
+bool is_homogeneous() { return runtime()->transport().topology().homogeneous; }
 std::string describe_configuration() { return runtime()->config().describe(); }
+
+bool mpi_built() { return true; }
+bool nccl_built() { return build_info().nccl; }
+bool cuda_built() { return build_info().cuda; }
+bool mpi_threads_supported() {
+  int initialized = 0, provided = MPI_THREAD_SINGLE;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw Error(StatusCode::InvalidArgument, "kolo: mpi_threads_supported() needs MPI: call kolo::init() first");
+  MPI_Query_thread(&provided);
+  return provided == MPI_THREAD_MULTIPLE;
+}
+
+// ---- process sets ----------------------------------------------------------------------------
+
+std::map<int, std::vector<int>> process_sets() { return sets()->table(); }
+
+std::vector<int> ProcessSet::ranks() const {
+  std::optional<std::vector<int>> ranks = sets()->ranks(id_);
+  if (!ranks) throw Error(StatusCode::InvalidArgument, "kolo: there is no process set " + std::to_string(id_));
+  return *ranks;
+}
+
+int ProcessSet::size() const { return static_cast<int>(ranks().size()); }
+
+int ProcessSet::rank() const {
+  const std::vector<int> members = ranks();
+  const auto it = std::find(members.begin(), members.end(), kolo::rank());
+  return it == members.end() ? -1 : static_cast<int>(it - members.begin());
+}
+
+bool ProcessSet::included() const { return rank() >= 0; }
+
+namespace {
+
+// Adds (ranks) or removes (id) a process set: an operation of the global set, run by its
+// background thread (process_sets.h).
+int change_process_set(const std::vector<int>& ranks, int removed_id) {
+  std::shared_ptr<Runtime> rt = runtime();
+  const char* call = removed_id < 0 ? "add_process_set" : "remove_process_set";
+  if (!rt->config().dynamic_process_sets)
+    throw Error(StatusCode::InvalidArgument, "kolo: " + std::string(call) +
+                                                 "() needs dynamic process sets: set KOLO_DYNAMIC_PROCESS_SETS=1 "
+                                                 "(or HOROVOD_DYNAMIC_PROCESS_SETS=1) on every rank");
+  auto e = std::make_shared<TensorEntry>();
+  e->request.name = "kolo.process_set_change." + std::to_string(rt->next_unnamed(OpType::ProcessSet));
+  e->request.type = OpType::ProcessSet;
+  e->request.root = removed_id;
+  e->request.shape.assign(std::vector<int64_t>(ranks.begin(), ranks.end()));
+  std::shared_ptr<detail::HandleState> state = handle_of(e);
+  rt->submit(std::move(e)).throw_if_error();
+  Handle(state).wait().throw_if_error();
+  return static_cast<int>(state->value);
+}
+
+}  // namespace
+
+ProcessSet add_process_set(const std::vector<int>& ranks) {
+  const int size = kolo::size();
+  std::vector<std::vector<int>> checked = checked_process_sets({ranks}, size);
+  return ProcessSet(change_process_set(checked.front(), -1));
+}
+
+void remove_process_set(const ProcessSet& set) {
+  if (set.id() == 0) throw Error(StatusCode::InvalidArgument, "kolo: the global process set (id 0) cannot be removed");
+  change_process_set({}, set.id());
+}
 
 // ---- collectives ---------------------------------------------------------------------------
 
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
-  runtime();
-  if (Status s = check_allreduce(name, input, output, options); !s.ok()) return failed(s);
-  return submit(allreduce_entry(name, input, output, options));
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(options.process_set, why_not);
+  if (!rt) return failed(why_not);
+  if (Status s = check_allreduce(*rt, name, input, output, options); !s.ok()) return failed(s);
+  return submit(*rt, allreduce_entry(*rt, name, input, output, options));
 }
 
 Handle allreduce_async(const std::string& name, const TensorView& inout, const AllreduceOptions& options) {
@@ -322,106 +468,211 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const std::vector<TensorView>& inputs,
                                             const std::vector<TensorView>& outputs,
                                             const AllreduceOptions& options) {
-  runtime();
   auto all_failed = [&](Status status) {
     return std::vector<Handle>(std::max<std::size_t>(names.size(), 1), failed(std::move(status)));
   };
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(options.process_set, why_not);
+  if (!rt) return all_failed(why_not);
   if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size())
     return all_failed(
         invalid("kolo: grouped allreduce needs as many names, inputs and outputs (and at least one)"));
   std::vector<EntryPtr> entries;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (Status s = check_allreduce(names[i], inputs[i], outputs[i], options); !s.ok()) return all_failed(s);
-    entries.push_back(allreduce_entry(names[i], inputs[i], outputs[i], options));
-    entries.back()->request.group = names.front();
-    entries.back()->request.group_size = static_cast<int32_t>(names.size());
-    try {
-      attach_gpu(*entries.back());
-    } catch (const Error& e) {
-      return all_failed(Status(e.code(), "kolo: tensor '" + names[i] + "': " + e.what()));
-    }
+    if (Status s = check_allreduce(*rt, names[i], inputs[i], outputs[i], options); !s.ok()) return all_failed(s);
+    entries.push_back(allreduce_entry(*rt, names[i], inputs[i], outputs[i], options));
   }
-  std::vector<Handle> handles;
-  for (const EntryPtr& e : entries) handles.emplace_back(handle_of(e));
-  Status status = runtime()->submit(std::move(entries));
-  if (!status.ok()) return all_failed(status);
-  return handles;
+  return submit_group(*rt, std::move(entries));
 }
 
-Handle allgather_async(const std::string& name, const TensorView& input) {
-  runtime();
-  if (Status s = check_view(name, input, "input"); !s.ok()) return failed(s);
-  if (input.shape.empty())
-    return failed(StatusCode::InvalidArgument, "kolo: allgather of '" + name + "' needs at least one dimension (got a scalar)");
-  return submit(make_entry(name, OpType::Allgather, input, nullptr));
+Handle allgather_async(const std::string& name, const TensorView& input, const ProcessSet& set) {
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(set, why_not);
+  if (!rt) return failed(why_not);
+  if (Status s = check_allgather(*rt, name, input); !s.ok()) return failed(s);
+  return submit(*rt, make_entry(*rt, name, OpType::Allgather, input, nullptr));
 }
 
-Handle broadcast_async(const std::string& name, const TensorView& buffer, int root) {
-  runtime();
-  if (Status s = check_view(name, buffer, "buffer"); !s.ok()) return failed(s);
-  if (root < 0 || root >= size())
-    return failed(StatusCode::InvalidArgument, "kolo: broadcast of '" + name + "': root " + std::to_string(root) +
-                                                   " is not a rank (size " + std::to_string(size()) + ")");
-  EntryPtr e = make_entry(name, OpType::Broadcast, buffer, buffer.data);
+std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs, const ProcessSet& set) {
+  auto all_failed = [&](Status status) {
+    return std::vector<Handle>(std::max<std::size_t>(names.size(), 1), failed(std::move(status)));
+  };
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(set, why_not);
+  if (!rt) return all_failed(why_not);
+  if (names.empty() || names.size() != inputs.size())
+    return all_failed(invalid("kolo: grouped allgather needs as many names as inputs (and at least one)"));
+  std::vector<EntryPtr> entries;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (Status s = check_allgather(*rt, names[i], inputs[i]); !s.ok()) return all_failed(s);
+    entries.push_back(make_entry(*rt, names[i], OpType::Allgather, inputs[i], nullptr));
+  }
+  return submit_group(*rt, std::move(entries));
+}
+
+Handle broadcast_async(const std::string& name, const TensorView& buffer, int root, const ProcessSet& set) {
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(set, why_not);
+  if (!rt) return failed(why_not);
+  if (Status s = check_view(*rt, name, buffer, "buffer"); !s.ok()) return failed(s);
+  if (rt->set_rank(root) < 0)
+    return failed(StatusCode::InvalidArgument,
+                  "kolo: broadcast of '" + name + "': root " + std::to_string(root) +
+                      (set.id() == 0 ? " is not a rank (size " + std::to_string(rt->transport().size()) + ")"
+                                     : " is not a rank of process set " + std::to_string(set.id())));
+  EntryPtr e = make_entry(*rt, name, OpType::Broadcast, buffer, buffer.data);
   e->request.root = root;
-  return submit(std::move(e));
+  return submit(*rt, std::move(e));
 }
 
-Handle alltoall_async(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits) {
-  runtime();
-  if (Status s = check_view(name, input, "input"); !s.ok()) return failed(s);
+Handle alltoall_async(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits,
+                      const ProcessSet& set) {
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(set, why_not);
+  if (!rt) return failed(why_not);
+  if (Status s = check_view(*rt, name, input, "input"); !s.ok()) return failed(s);
   if (input.shape.empty())
     return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "' needs at least one dimension");
+  const int size = rt->transport().size();
   const int64_t rows = input.shape[0];
   std::vector<int64_t> s = splits;
   if (s.empty()) {
-    if (rows % size() != 0)
+    if (rows % size != 0)
       return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "': first dimension " + std::to_string(rows) +
-                                                     " does not divide by " + std::to_string(size()) + " ranks; pass splits");
-    s.assign(size(), rows / size());
+                                                     " does not divide by " + std::to_string(size) + " ranks; pass splits");
+    s.assign(size, rows / size);
   }
   int64_t total = 0;
   for (int64_t x : s) total += x < 0 ? rows + 1 : x;
-  if (static_cast<int>(s.size()) != size() || total != rows)
-    return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "': splits must be " + std::to_string(size()) +
+  if (static_cast<int>(s.size()) != size || total != rows)
+    return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "': splits must be " + std::to_string(size) +
                                                    " non-negative row counts that add up to " + std::to_string(rows));
-  EntryPtr e = make_entry(name, OpType::Alltoall, input, nullptr);
+  EntryPtr e = make_entry(*rt, name, OpType::Alltoall, input, nullptr);
   e->splits = std::move(s);
-  return submit(std::move(e));
+  return submit(*rt, std::move(e));
+}
+
+Handle reducescatter_async(const std::string& name, const TensorView& input, const ReducescatterOptions& options) {
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(options.process_set, why_not);
+  if (!rt) return failed(why_not);
+  if (Status s = check_reducescatter(*rt, name, input, options); !s.ok()) return failed(s);
+  return submit(*rt, reducescatter_entry(*rt, name, input, options));
 }
 
 Handle reducescatter_async(const std::string& name, const TensorView& input, ReduceOp op) {
-  runtime();
-  if (Status s = check_view(name, input, "input"); !s.ok()) return failed(s);
-  if (input.shape.empty())
-    return failed(StatusCode::InvalidArgument, "kolo: reducescatter of '" + name + "' needs at least one dimension");
-  if (op == ReduceOp::Average && !is_floating_point(input.dtype))
-    return failed(StatusCode::InvalidArgument, "kolo: reducescatter of '" + name + "': average needs a floating-point dtype, not " +
-                                                   dtype_name(input.dtype));
-  EntryPtr e = make_entry(name, OpType::Reducescatter, input, nullptr);
-  e->request.op = op;
-  return submit(std::move(e));
+  ReducescatterOptions options;
+  options.op = op;
+  return reducescatter_async(name, input, options);
+}
+
+std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                const std::vector<TensorView>& inputs,
+                                                const ReducescatterOptions& options) {
+  auto all_failed = [&](Status status) {
+    return std::vector<Handle>(std::max<std::size_t>(names.size(), 1), failed(std::move(status)));
+  };
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(options.process_set, why_not);
+  if (!rt) return all_failed(why_not);
+  if (names.empty() || names.size() != inputs.size())
+    return all_failed(invalid("kolo: grouped reducescatter needs as many names as inputs (and at least one)"));
+  std::vector<EntryPtr> entries;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (Status s = check_reducescatter(*rt, names[i], inputs[i], options); !s.ok()) return all_failed(s);
+    entries.push_back(reducescatter_entry(*rt, names[i], inputs[i], options));
+  }
+  return submit_group(*rt, std::move(entries));
 }
 
 void allreduce(const std::string& name, const TensorView& inout, const AllreduceOptions& options) {
   allreduce_async(name, inout, options).wait().throw_if_error();
 }
 
-void broadcast(const std::string& name, const TensorView& buffer, int root) {
-  broadcast_async(name, buffer, root).wait().throw_if_error();
+void broadcast(const std::string& name, const TensorView& buffer, int root, const ProcessSet& set) {
+  broadcast_async(name, buffer, root, set).wait().throw_if_error();
 }
 
-void barrier() {
-  runtime();
+void barrier(const ProcessSet& set) {
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(set, why_not);
+  why_not.throw_if_error();
   auto e = std::make_shared<TensorEntry>();
   e->request.name = "kolo.barrier";
   e->request.type = OpType::Barrier;
   e->request.shape = {0};
-  submit(std::move(e)).wait().throw_if_error();
+  submit(*rt, std::move(e)).wait().throw_if_error();
 }
 
-void join() {
-  Handle(runtime()->join()).wait().throw_if_error();
+int join(const ProcessSet& set) {
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(set, why_not);
+  why_not.throw_if_error();
+  std::shared_ptr<detail::HandleState> state = rt->join();
+  Handle(state).wait().throw_if_error();
+  return static_cast<int>(state->value);
 }
+
+// ---- byte buffers ------------------------------------------------------------------------------
+
+namespace {
+
+TensorView bytes_view(std::string& bytes) {
+  return TensorView{bytes.data(), DType::UInt8, {static_cast<int64_t>(bytes.size())}, Device::cpu()};
+}
+
+// The name both steps of a byte-buffer operation derive theirs from.
+std::string bytes_name(const std::string& name, OpType type, const ProcessSet& set) {
+  if (!name.empty()) return name;
+  Status why_not;
+  std::shared_ptr<Runtime> rt = runtime_of(set, why_not);
+  why_not.throw_if_error();
+  return rt->automatic_name(type);
+}
+
+}  // namespace
+
+// Two steps: the size, then the bytes (the other ranks cannot know the size beforehand).
+std::string broadcast_bytes(const std::string& name, const std::string& bytes, int root, const ProcessSet& set) {
+  const std::string base = bytes_name(name, OpType::Broadcast, set);
+  std::vector<int64_t> size = {static_cast<int64_t>(bytes.size())};
+  broadcast(base + ".size", view(size), root, set);
+  std::string result = rank() == root ? bytes : std::string(static_cast<std::size_t>(size[0]), '\0');
+  broadcast(base + ".bytes", bytes_view(result), root, set);
+  return result;
+}
+
+// Two steps: every rank's size, then the bytes, concatenated in rank order.
+std::vector<std::string> allgather_bytes(const std::string& name, const std::string& bytes, const ProcessSet& set) {
+  const std::string base = bytes_name(name, OpType::Allgather, set);
+  std::vector<int64_t> mine = {static_cast<int64_t>(bytes.size())};
+  Handle sizes = allgather_async(base + ".size", view(mine), set);
+  sizes.wait().throw_if_error();
+  std::string copy = bytes;
+  Handle data = allgather_async(base + ".bytes", bytes_view(copy), set);
+  data.wait().throw_if_error();
+  const TensorView all_sizes = sizes.output();
+  const TensorView all_bytes = data.output();
+  std::vector<std::string> result;
+  std::size_t at = 0;
+  for (int64_t r = 0; r < all_sizes.num_elements(); ++r) {
+    const auto n = static_cast<std::size_t>(static_cast<const int64_t*>(all_sizes.data)[r]);
+    result.emplace_back(static_cast<const char*>(all_bytes.data) + at, n);
+    at += n;
+  }
+  return result;
+}
+
+// ---- timeline ----------------------------------------------------------------------------------
+
+void start_timeline(const std::string& path, bool mark_cycles) {
+  std::shared_ptr<ProcessSets> s = sets();
+  const Runtime& global = s->global();
+  if (global.transport().rank() != 0) return;
+  s->timeline().open(path, 0, global.clock().now(), mark_cycles || global.config().timeline_mark_cycles);
+}
+
+void stop_timeline() { sets()->timeline().close(); }
 
 }  // namespace kolo

@@ -134,6 +134,7 @@ Config config_from_environment(const EnvLookup& env) {
         parse_number(v->first, v->second, 0, kMaxWaitSeconds, "seconds from 0 to 1e9");
   if (auto v = lookup(env, "AUTOTUNE")) config.autotune = parse_bool(v->first, v->second);
   if (auto v = lookup(env, "AUTOTUNE_LOG")) config.autotune_log = v->second;
+  if (auto v = lookup(env, "DYNAMIC_PROCESS_SETS")) config.dynamic_process_sets = parse_bool(v->first, v->second);
   if (auto v = lookup(env, "GPU_OPERATIONS")) {
     std::string upper;
     for (char c : v->second) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -172,6 +173,7 @@ std::string Config::describe() const {
       << (data_timeout_seconds > 0 ? "" : " (the control timeout)") << "\n"
       << "KOLO_FAILURE_GRACE_SECONDS = " << failure_grace_seconds << "\n"
       << "KOLO_AUTOTUNE = " << (autotune ? 1 : 0) << "\n"
+      << "KOLO_DYNAMIC_PROCESS_SETS = " << (dynamic_process_sets ? 1 : 0) << "\n"
       << "KOLO_GPU_OPERATIONS = " << gpu_operations_setting_name(gpu_operations) << "\n"
       << "KOLO_HIERARCHICAL_ALLREDUCE = " << (hierarchical_allreduce ? 1 : 0) << "\n"
       << "KOLO_HIERARCHICAL_ALLGATHER = " << (hierarchical_allgather ? 1 : 0) << "\n";

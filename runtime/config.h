@@ -21,7 +21,7 @@ struct Config {
   int64_t fusion_threshold_bytes = 64 * 1024 * 1024;  // 0 disables fusion
   double cycle_time_ms = 1.0;
   int cache_capacity = 1024;                          // 0 disables the response cache
-  std::string timeline_path;                          // empty: no timeline
+  std::string timeline_path;  // empty: no timeline; "DYNAMIC": none until start_timeline()
   bool timeline_mark_cycles = false;                  // an instant event at each cycle's start
   double stall_check_seconds = 60.0;
   bool stall_check_enabled = true;
@@ -38,6 +38,8 @@ struct Config {
   // before kolo ends the job (watchdog.h).
   double failure_grace_seconds = 5.0;
   bool autotune = false;
+  // add_process_set() and remove_process_set() may be called while kolo runs.
+  bool dynamic_process_sets = false;
   std::string autotune_log;
   GpuOperationsSetting gpu_operations = GpuOperationsSetting::Auto;
   bool hierarchical_allreduce = false;

@@ -8,12 +8,6 @@
 namespace kolo {
 namespace {
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
-}
-
 // Only the kind must agree: every rank runs on its own GPU (usually cuda:<local rank>).
 std::string device_kind(const Device& d) { return d.is_cpu() ? "cpu" : "cuda"; }
 
@@ -61,6 +55,10 @@ std::vector<Field> fields_to_compare(OpType type) {
                           return r.shape.empty() ? std::string("(scalar)") : shape_string(rest);
                         }});
       break;
+    case OpType::ProcessSet:
+      fields.push_back({"ranks", [](const Request& r) { return shape_string(r.shape); }});
+      fields.push_back({"process set", [](const Request& r) { return std::to_string(r.root); }});
+      break;
     case OpType::Barrier: break;
   }
   return fields;
@@ -86,9 +84,18 @@ const Request& Coordinator::submitted_request(const Pending& p) {
   throw Error(StatusCode::Internal, "kolo: pending tensor without a request");
 }
 
-Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}
+Coordinator::Coordinator(int size, std::vector<int> global_ranks, std::string where)
+    : size_(size), global_ranks_(std::move(global_ranks)), where_(std::move(where)), joined_(size, false) {}
+
+std::string Coordinator::rank_list(const std::vector<int>& ranks) const {
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(global_ranks_.empty() ? ranks[i] : global_ranks_.at(ranks[i]));
+  return s;
+}
 
 void Coordinator::add(int rank, const RequestList& list, Clock::time_point now) {
+  if (list.joined && !joined_[rank]) last_joined_ = global_ranks_.empty() ? rank : global_ranks_.at(rank);
   joined_[rank] = list.joined;
   for (const Request& request : list.requests) {
     auto [it, inserted] = pending_.try_emplace(request.name);
@@ -131,7 +138,7 @@ Response Coordinator::build_response(const std::string& name, const Pending& p) 
     }
     if (values.size() > 1) {
       std::string message = "kolo: ranks disagree on the " + std::string(field.name) +
-                            " of tensor '" + name + "':";
+                            " of tensor '" + name + "'" + where_ + ":";
       for (std::size_t i = 0; i < values.size(); ++i)
         message += std::string(i ? ";" : "") + " rank" + (values[i].second.size() > 1 ? "s " : " ") +
                    rank_list(values[i].second) + " gave " + values[i].first;
@@ -141,7 +148,7 @@ Response Coordinator::build_response(const std::string& name, const Pending& p) 
   if (!joined.empty() && first.type != OpType::Allreduce) {
     return error_response(name, first.type, StatusCode::InvalidArgument,
                           "kolo: cannot run " + std::string(op_type_name(first.type)) + " of '" +
-                              name + "' because rank(s) " + rank_list(joined) +
+                              name + "'" + where_ + " because rank(s) " + rank_list(joined) +
                               " have joined; only allreduce proceeds while ranks have joined");
   }
 
@@ -201,12 +208,12 @@ Coordinator::StallReport Coordinator::inspect_stalls(Clock::time_point now,
       const OpType type = submitted_request(p).type;
       report.failures.push_back(error_response(
           name, type, StatusCode::Stalled,
-          "kolo: tensor '" + name + "' was not submitted by rank(s) " + rank_list(missing) +
+          "kolo: tensor '" + name + "'" + where_ + " was not submitted by rank(s) " + rank_list(missing) +
               " within " + seconds + " s (KOLO_STALL_SHUTDOWN_TIME_SECONDS); failing it"));
       failed.push_back(name);
     } else if (!p.warned && waited >= warn_after) {
       p.warned = true;
-      report.warnings.push_back("tensor '" + name + "' has waited " + seconds +
+      report.warnings.push_back("tensor '" + name + "'" + where_ + " has waited " + seconds +
                                 " s for rank(s) " + rank_list(missing) +
                                 " to submit it (stalled: is a rank skipping this collective?)");
     }
@@ -225,7 +232,7 @@ Coordinator::StallReport Coordinator::inspect_stalls(Clock::time_point now,
     if (any.group.empty() || !failed_groups.count(any.group)) continue;
     report.failures.push_back(error_response(
         name, any.type, StatusCode::Stalled,
-        "kolo: tensor '" + name + "' belongs to group '" + any.group +
+        "kolo: tensor '" + name + "'" + where_ + " belongs to group '" + any.group +
             "', whose other members were not submitted by every rank in time; failing the group"));
     failed.push_back(name);
   }

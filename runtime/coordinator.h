@@ -18,7 +18,10 @@ class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit Coordinator(int size);
+  // `global_ranks[r]`: how messages name rank r (the process set's ranks as ranks of the
+  // global set; empty: as they are). `where`: how messages name the set, e.g. " in process
+  // set 1" (empty for the global set).
+  explicit Coordinator(int size, std::vector<int> global_ranks = {}, std::string where = "");
 
   // Records one rank's round of requests (and whether that rank has joined).
   void add(int rank, const RequestList& list, Clock::time_point now);
@@ -38,6 +41,9 @@ class Coordinator {
 
   bool empty() const { return pending_.empty(); }
   bool joined(int rank) const { return joined_[rank]; }
+  // The rank that joined last (of those that joined in one round, the highest, as in
+  // Horovod), in the numbering of `global_ranks`; -1 before any has joined.
+  int last_joined() const { return last_joined_; }
 
  private:
   struct Pending {
@@ -51,9 +57,13 @@ class Coordinator {
   bool complete(const Pending& p) const;
   std::vector<int> missing_ranks(const Pending& p) const;
   Response build_response(const std::string& name, const Pending& p) const;
+  std::string rank_list(const std::vector<int>& ranks) const;
 
   int size_;
+  std::vector<int> global_ranks_;
+  std::string where_;
   std::vector<bool> joined_;
+  int last_joined_ = -1;
   std::map<std::string, Pending> pending_;
   uint64_t next_sequence_ = 0;
 };

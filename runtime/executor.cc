@@ -33,8 +33,9 @@ DType wire_dtype(DType dtype, Compression compression) {
   }
 }
 
-Executor::Executor(Devices& devices, int rank, int size, Timeline& timeline, const Clock& clock)
-    : devices_(devices), rank_(rank), size_(size), timeline_(timeline), clock_(clock) {}
+Executor::Executor(Devices& devices, int rank, int size, Timeline& timeline, const Clock& clock,
+                   ExecutorRole role)
+    : devices_(devices), rank_(rank), size_(size), timeline_(timeline), clock_(clock), role_(std::move(role)) {}
 
 double Executor::final_scale(const Response& r) const {
   return r.postscale * (r.op == ReduceOp::Average ? 1.0 / size_ : 1.0);
@@ -51,7 +52,7 @@ void Executor::mark(const char* phase, const std::vector<TensorEntry*>& entries,
   // Each tensor's own bytes (this rank's input), fused or not.
   for (std::size_t i = 0; i < r.names.size(); ++i)
     if (entries[i] != nullptr)
-      timeline_.phase(r.names[i], phase, phase_start_, now,
+      timeline_.phase(role_.set_id, r.names[i], phase, phase_start_, now,
                       group + "\"bytes\":" + std::to_string(r.element_counts[i] * int64_t(dtype_size(r.dtype))));
   phase_start_ = now;
 }
@@ -79,8 +80,8 @@ std::shared_ptr<ops::Event> Executor::run(const Response& r, const std::vector<T
     for (std::size_t i = 0; i < entries.size(); ++i) {
       TensorEntry* e = entries[i];
       if (e == nullptr) continue;
-      timeline_.phase(r.names[i], "NEGOTIATE", e->enqueued, e->reported);
-      timeline_.phase(r.names[i], "WAIT_FOR_OTHERS", e->reported, decided);
+      timeline_.phase(role_.set_id, r.names[i], "NEGOTIATE", e->enqueued, e->reported);
+      timeline_.phase(role_.set_id, r.names[i], "WAIT_FOR_OTHERS", e->reported, decided);
     }
     phase_start_ = clock_.now();
   }
@@ -99,14 +100,21 @@ std::shared_ptr<ops::Event> Executor::run(const Response& r, const std::vector<T
     case OpType::Allreduce: allreduce(r, entries, path); break;
     case OpType::Allgather: allgather(r, *entries.at(0), path); break;
     case OpType::Broadcast:
-      path.backend.broadcast(entries.at(0)->output, r.element_counts.at(0), r.dtype, r.root);
+      path.backend.broadcast(entries.at(0)->output, r.element_counts.at(0), r.dtype, set_rank_of(r.root));
       mark("BROADCAST", entries, r);
       break;
     case OpType::Alltoall: alltoall(r, *entries.at(0), path); break;
     case OpType::Reducescatter: reducescatter(r, *entries.at(0), path); break;
-    case OpType::Barrier: break;
+    case OpType::Barrier:
+    case OpType::ProcessSet: break;  // the runtime's
   }
   return path.ops.record();
+}
+
+int Executor::set_rank_of(int global_rank) const {
+  const std::vector<int>& g = role_.global_ranks;
+  if (g.empty()) return global_rank;
+  return static_cast<int>(std::find(g.begin(), g.end(), global_rank) - g.begin());  // checked by the API
 }
 
 void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
@@ -120,7 +128,7 @@ void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& ent
   int64_t bytes = 0;
   for (int64_t n : r.element_counts) bytes += n * int64_t(dtype_size(r.dtype));
   fused_bytes_total_ += bytes;
-  if (timeline_.enabled()) timeline_.fused_group(next_group_id_, r.names, bytes, start, clock_.now());
+  if (timeline_.enabled()) timeline_.fused_group(role_.set_id, next_group_id_, r.names, bytes, start, clock_.now());
   ++next_group_id_;
 }
 

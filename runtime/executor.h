@@ -26,10 +26,17 @@ namespace kolo {
 // The dtype a response's tensors travel in: 16 bits when compressed, else their own.
 DType wire_dtype(DType dtype, Compression compression);
 
+// The process set an Executor runs for: its id (for the timeline) and its ranks as ranks
+// of the global set (a broadcast's root is one of those; empty: the global set).
+struct ExecutorRole {
+  int set_id = 0;
+  std::vector<int> global_ranks;
+};
+
 class Executor {
  public:
   // The timeline's times are read from `clock`.
-  Executor(Devices& devices, int rank, int size, Timeline& timeline, const Clock& clock);
+  Executor(Devices& devices, int rank, int size, Timeline& timeline, const Clock& clock, ExecutorRole role = {});
 
   // `entries[i]` is this rank's entry for response.names[i], or nullptr where this rank
   // has joined (it then contributes zeros to an allreduce). Returns nullptr when the work
@@ -50,6 +57,7 @@ class Executor {
   void reducescatter(const Response& r, TensorEntry& entry, Path& path);
   void* allocate_output(TensorEntry& entry, std::vector<int64_t> shape, Path& path);
 
+  int set_rank_of(int global_rank) const;
   // Factor applied after the reduction: postscale, and 1/size for an average.
   double final_scale(const Response& r) const;
   void mark(const char* phase, const std::vector<TensorEntry*>& entries, const Response& r);
@@ -58,6 +66,7 @@ class Executor {
   int rank_, size_;
   Timeline& timeline_;
   const Clock& clock_;
+  ExecutorRole role_;
   std::array<ops::GrowingBuffer, 2> fusion_buffers_;  // by Device::Kind
   std::vector<ops::CopyPiece> pieces_;
   int64_t fused_bytes_total_ = 0;

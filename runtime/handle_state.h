@@ -27,6 +27,8 @@ struct HandleState {
   std::vector<std::byte> output_storage;
   TensorView output;
   std::vector<int64_t> received_splits;
+  // join: the rank that joined last; adding a process set: the new set's id.
+  int64_t value = -1;
   std::shared_ptr<GpuState> gpu;  // GPU operations only: events, device result (gpu_state.h)
 
   bool is_done() const { return done.load(std::memory_order_acquire) != 0; }

@@ -291,7 +291,8 @@ class InProcessTransport final : public Transport {
     topology_ = {rank, size, rank, size, 0, 1};
     if (local_size > 0) {
       const ops::NodeLayout layout = ops::forced_node_layout(rank, size, local_size);
-      topology_ = {rank, size, layout.local_rank, layout.local_size, layout.cross_rank, layout.cross_size};
+      topology_ = {rank, size, layout.local_rank, layout.local_size, layout.cross_rank, layout.cross_size,
+                   size % local_size == 0};
     }
   }
 

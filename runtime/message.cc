@@ -214,6 +214,7 @@ const char* op_type_name(OpType type) {
     case OpType::Alltoall: return "alltoall";
     case OpType::Reducescatter: return "reducescatter";
     case OpType::Barrier: return "barrier";
+    case OpType::ProcessSet: return "process set change";
   }
   return "unknown";
 }
@@ -288,6 +289,7 @@ std::string serialize(const ResponseList& list) {
   w.put(list.invalidate_slots);
   w.put<uint32_t>(static_cast<uint32_t>(list.responses.size()));
   for (const Response& r : list.responses) put_response(w, r);
+  w.put<int32_t>(list.last_joined);
   return w.take();
 }
 
@@ -297,6 +299,7 @@ ResponseList parse_response_list(const std::string& bytes) {
   rd.get(list.invalidate_slots, "invalidated slots");
   list.responses.resize(rd.count("responses", min_encoded_bytes(put_response)));
   for (Response& r : list.responses) get_response(rd, r);
+  rd.get(list.last_joined);
   rd.expect_end();
   return list;
 }

@@ -12,7 +12,10 @@
 
 namespace kolo {
 
-enum class OpType : uint8_t { Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier };
+// ProcessSet: adding (root -1) or removing (root: the set's id) a process set, a
+// collective of the global set whose ranks travel as the shape; the runtime runs it, not
+// the executor (runtime.h).
+enum class OpType : uint8_t { Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier, ProcessSet };
 const char* op_type_name(OpType type);
 
 struct Request {
@@ -72,6 +75,7 @@ struct RequestList {
 struct ResponseList {
   std::vector<uint32_t> invalidate_slots;  // applied before the responses
   std::vector<Response> responses;
+  int32_t last_joined = -1;  // the rank that joined last, once one has (Coordinator::last_joined())
 };
 
 // The one-tensor response that runs `request` (its parameters, named `name`), and the

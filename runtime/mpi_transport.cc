@@ -25,7 +25,7 @@ MpiTransport::MpiTransport(MPI_Comm comm, int forced_local_size, std::chrono::mi
       context_(std::make_unique<ops::MpiContext>(comm, ops::TopologyOptions{forced_local_size})),
       host_scratch_(ops::make_cpu_ops()), roll_call_(context_->comm()) {
   const ops::MpiContext& c = *context_;
-  topology_ = {c.rank(), c.size(), c.local_rank(), c.local_size(), c.cross_rank(), c.cross_size()};
+  topology_ = {c.rank(), c.size(), c.local_rank(), c.local_size(), c.cross_rank(), c.cross_size(), c.homogeneous()};
   control_ = ops::make_mpi_control_channel(c, mpi_options({}), clock_);
 }
 

@@ -19,33 +19,28 @@ constexpr uint64_t kJoined = 1u << 2;
 // vector to the named path, where the coordinator can tell which ranks are missing.
 constexpr std::chrono::seconds kPartialSlotTimeout{1};
 
-// Rank 0 opens the timeline; if it cannot, every rank fails init() with its code and
-// reason (instead of the others waiting for a rank 0 that never starts). The broadcast
-// carries the code as the message's first byte.
-void open_timeline(Timeline& timeline, const Config& config, ops::ControlChannel& control, const Clock& clock) {
-  std::string error;
-  if (control.rank() == 0 && !config.timeline_path.empty()) {
-    try {
-      timeline.open(config.timeline_path, 0, clock.now());
-    } catch (const Error& e) {
-      error = static_cast<char>(e.code()) + std::string(e.what());
-    }
-  }
-  control.broadcast(error, 0);
-  if (!error.empty()) throw Error(static_cast<StatusCode>(error[0]), error.substr(1));
-}
+bool cacheable(OpType type) { return type != OpType::Allgather && type != OpType::ProcessSet; }
 
-bool cacheable(OpType type) { return type != OpType::Allgather; }
+std::string where_of(const SetRole& role) {
+  if (role.id == 0) return "";
+  std::string ranks;
+  for (int r : role.global_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  return " in process set " + std::to_string(role.id) + " (ranks " + ranks + ")";
+}
 
 }  // namespace
 
-Runtime::Runtime(std::unique_ptr<Transport> transport, Config config, const Clock& clock)
+Runtime::Runtime(std::unique_ptr<Transport> transport, Config config, const Clock& clock, Timeline& timeline,
+                 SetRole role)
     : transport_(std::move(transport)), control_(transport_->control()), clock_(clock),
-      config_(std::move(config)), queue_(clock), cache_(0) {
-  const Config own = config_;
-  agree_on_settings(config_, control_);
-  // Collective, so before the background thread starts to use the transport.
-  report_ignored_settings(own, config_, control_);
+      config_(std::move(config)), role_(std::move(role)), where_(where_of(role_)), timeline_(timeline),
+      queue_(clock), cache_(0) {
+  if (role_.id == 0) {  // a process set's runtime is given the global set's agreed settings
+    const Config own = config_;
+    agree_on_settings(config_, control_);
+    // Collective, so before the background thread starts to use the transport.
+    report_ignored_settings(own, config_, control_);
+  }
   cache_ = ResponseCache(config_.cache_capacity);
   bit_entries_.resize(static_cast<std::size_t>(config_.cache_capacity));
   waiting_bits_.assign((static_cast<std::size_t>(config_.cache_capacity) + 63) / 64, 0);
@@ -53,18 +48,29 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, Config config, const Cloc
   watchdog_ = std::make_unique<Watchdog>(
       *transport_, WatchdogSettings{config_.data_timeout(), config_.failure_grace()}, clock_);
   devices_ = std::make_unique<Devices>(*transport_, config_, watchdog_->progress());
-  open_timeline(timeline_, config_, control_, clock_);
-  executor_ = std::make_unique<Executor>(*devices_, rank, size, timeline_, clock_);
+  executor_ = std::make_unique<Executor>(*devices_, rank, size, timeline_, clock_,
+                                         ExecutorRole{role_.id, role_.global_ranks});
   completions_ = std::make_unique<CompletionWatcher>(config_.control_timeout(), clock_,
                                                      [this](const Status& s) { watchdog_->failed(s); });
   fusion_.threshold_bytes = config_.fusion_threshold_bytes;
   fusion_.unfused_min_bytes = config_.allreduce_chunk_bytes > 0 ? config_.allreduce_chunk_bytes
                                                                 : int64_t{256} * 1024 * size;
-  if (rank == 0) coordinator_ = std::make_unique<Coordinator>(size);
+  if (rank == 0) coordinator_ = std::make_unique<Coordinator>(size, role_.global_ranks, where_);
   if (config_.autotune)
     autotuner_ = std::make_unique<Autotuner>(Autotuner::default_candidates(size), int64_t{128} << 20);
   last_stall_check_ = clock_.now();
   thread_ = std::thread(&Runtime::loop, this);
+}
+
+int Runtime::set_rank(int global) const {
+  if (role_.global_ranks.empty()) return global >= 0 && global < transport_->size() ? global : -1;
+  const auto& g = role_.global_ranks;
+  const auto it = std::find(g.begin(), g.end(), global);
+  return it == g.end() ? -1 : static_cast<int>(it - g.begin());
+}
+
+std::string Runtime::automatic_name(OpType type) {
+  return std::string(op_type_name(type)) + ".noname." + std::to_string(next_unnamed(type));
 }
 
 Runtime::~Runtime() {
@@ -108,24 +114,23 @@ void Runtime::shutdown() {
   queue_.wake();
   if (thread_.joinable()) thread_.join();
   if (completions_) completions_->drain();  // GPU work already enqueued finishes (bounded)
-  timeline_.close();
 }
 
 void Runtime::loop() {
   Status exit_status(StatusCode::Aborted, "kolo is shut down");
-  set_thread_log_rank(transport_->rank());
+  set_thread_log_rank(global_rank(transport_->rank()));  // a set's rank 0 is not the job's
   try {
     const auto cycle_time = std::chrono::duration_cast<Clock::duration>(config_.cycle_time());
     for (;;) {
       const auto start = clock_.now();
-      if (config_.timeline_mark_cycles) timeline_.cycle_start(start);
+      if (role_.id == 0 && timeline_.marks_cycles()) timeline_.cycle_start(start);
       if (!cycle()) break;
       // With work of its own still waiting, a rank goes straight into the next cycle: the
       // cycle's allreduce paces it to the other ranks. Idle, it sleeps a cycle time.
       if (!has_pending()) queue_.wait_for_work(start + cycle_time);
     }
   } catch (const Error& e) {
-    exit_status = Status(e.code(), e.what());
+    exit_status = Status(e.code(), e.what() + where_);
     // A device error counts as a communication failure too (the cautious choice): it
     // stops the loop from inside a collective, where the GPU path's NCCL communicators may
     // still hold that collective's work on a device that has just failed, with other
@@ -135,7 +140,7 @@ void Runtime::loop() {
     KOLO_LOG(Error) << e.what();
   } catch (const std::exception& e) {
     // Not a kolo::Error: nothing is known about what was under way.
-    exit_status = Status(StatusCode::Internal, std::string("kolo: internal error: ") + e.what());
+    exit_status = Status(StatusCode::Internal, std::string("kolo: internal error: ") + e.what() + where_);
     communication_failed_ = true;
     KOLO_LOG(Error) << exit_status.message();
   }
@@ -354,7 +359,10 @@ bool Runtime::cycle() {
       handle.swap(join_handle_);
     }
     joined_reported_ = false;
-    if (handle) handle->complete(Status::OK());
+    if (handle) {
+      handle->value = last_joined_;
+      handle->complete(Status::OK());
+    }
   }
   return !(flags_any & kShutdown);
 }
@@ -381,17 +389,19 @@ void Runtime::run_cached(const std::vector<uint64_t>& ready, Clock::time_point d
 // the ready set, the cached parameters and the fusion settings are those it was built
 // from, as FusionPlan would build the same responses again.
 const std::vector<Response>& Runtime::cached_plan(const std::vector<uint64_t>& ready) {
-  if (ready == plan_.ready && cache_.version() == plan_.cache_version && fusion_ == plan_.fusion)
+  const bool named = timeline_.enabled();
+  if (ready == plan_.ready && cache_.version() == plan_.cache_version && fusion_ == plan_.fusion &&
+      named == plan_.named)
     return plan_.responses;
   FusionPlan plan(fusion_);
   for (std::size_t w = 0; w < ready.size(); ++w) {
     for (uint64_t bits = ready[w]; bits; bits &= bits - 1) {
       const Request& params = cache_.at(static_cast<uint32_t>(w * 64 + std::countr_zero(bits)));
       // The name only serves the timeline: a copy per tensor is worth skipping without it.
-      plan.add(params, timeline_.enabled() ? params.name : std::string());
+      plan.add(params, named ? params.name : std::string());
     }
   }
-  plan_ = CachedPlan{ready, cache_.version(), fusion_, plan.take()};
+  plan_ = CachedPlan{ready, cache_.version(), fusion_, named, plan.take()};
   return plan_.responses;
 }
 
@@ -426,6 +436,7 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
     list.invalidate_slots.erase(std::unique(list.invalidate_slots.begin(), list.invalidate_slots.end()),
                                 list.invalidate_slots.end());
     list.responses = coordinator_->take_ready();
+    list.last_joined = coordinator_->last_joined();
     for (Response& failure : stalled_failures_) list.responses.push_back(std::move(failure));
     stalled_failures_.clear();
     answer = serialize(list);
@@ -433,6 +444,7 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
   control_.broadcast(answer, 0);
   ResponseList list = parse_response_list(answer);
   invalidations = std::move(list.invalidate_slots);
+  last_joined_ = list.last_joined;
   return std::move(list.responses);
 }
 
@@ -448,6 +460,10 @@ void Runtime::run(const std::vector<Response>& responses,
       if (r.error_code == StatusCode::Stalled) watchdog_->failed(status);
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {
       continue;  // cannot happen: the coordinator only releases these when every rank has them
+    } else if (r.type == OpType::ProcessSet) {
+      status = role_.on_process_set
+                   ? role_.on_process_set(*entries[i][0], *transport_)
+                   : Status(StatusCode::Internal, "kolo: a process set change reached a process set's runtime");
     } else {
       // A backend failure leaves the communicator in an unknown state: it propagates, the
       // loop stops and every pending handle fails (see loop()). A GPU path that cannot be

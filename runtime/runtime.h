@@ -13,9 +13,15 @@
 //   4. if anyone needs it, the slow path: requests are gathered at rank 0, whose
 //      Coordinator validates them and broadcasts the responses; every rank runs them
 //      in order and records them in its cache.
+//
+// A Runtime serves one process set (process_sets.h): its transport holds only the set's
+// ranks, numbered from 0, so the set's first rank coordinates it. Its SetRole says which
+// set it is, for messages, for the timeline and for the ranks the API is given.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,16 +44,39 @@
 
 namespace kolo {
 
+// Runs an OpType::ProcessSet operation, on the global set's background thread, at the same
+// point on every rank: `transport` is the global set's, free for collectives (subset()).
+using ProcessSetHandler = std::function<Status(TensorEntry& entry, Transport& transport)>;
+
+struct SetRole {
+  int id = 0;                     // 0: the global set
+  std::vector<int> global_ranks;  // the set's ranks as ranks of the global set; empty: 0..size-1
+  ProcessSetHandler on_process_set;  // the global set's runtime only
+};
+
 class Runtime {
  public:
   // Collective over `transport`: agrees on the shared settings (rank 0's), then starts the
-  // background thread. Every time it reads comes from `clock`, which must outlive it.
-  Runtime(std::unique_ptr<Transport> transport, Config config, const Clock& clock);
+  // background thread. Every time it reads comes from `clock`, and the timeline (which may
+  // be closed) is shared with the rank's other runtimes: both must outlive it.
+  Runtime(std::unique_ptr<Transport> transport, Config config, const Clock& clock, Timeline& timeline,
+          SetRole role = {});
   ~Runtime();
 
   const Transport& transport() const { return *transport_; }
   const Config& config() const { return config_; }
+  const Clock& clock() const { return clock_; }
   Devices& devices() { return *devices_; }
+  int set_id() const { return role_.id; }
+  // Rank r of this set as a rank of the global set, and back (-1: not in the set).
+  int global_rank(int r) const { return role_.global_ranks.empty() ? r : role_.global_ranks.at(r); }
+  int set_rank(int global) const;
+  // " in process set 3" for messages; empty for the global set.
+  const std::string& where() const { return where_; }
+  // An unnamed operation's name: "<type>.noname.<n>", counted per type in this set (n:
+  // next_unnamed(type), which counts).
+  std::string automatic_name(OpType type);
+  uint64_t next_unnamed(OpType type) { return unnamed_.at(static_cast<std::size_t>(type)).fetch_add(1); }
 
   // Hands entries to the background thread; fails at once only if kolo has stopped.
   Status submit(EntryPtr entry);
@@ -91,9 +120,12 @@ class Runtime {
   ops::ControlChannel& control_;  // the transport's
   const Clock& clock_;
   Config config_;
+  SetRole role_;
+  std::string where_;
+  std::array<std::atomic<uint64_t>, 8> unnamed_{};  // by OpType
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<Devices> devices_;
-  Timeline timeline_;
+  Timeline& timeline_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<CompletionWatcher> completions_;  // GPU operations' handles
   FusionOptions fusion_;
@@ -120,6 +152,7 @@ class Runtime {
     std::vector<uint64_t> ready;
     uint64_t cache_version = 0;
     FusionOptions fusion;
+    bool named = false;  // built with the tensors' names (for the timeline)
     std::vector<Response> responses;
   };
   CachedPlan plan_;
@@ -135,12 +168,7 @@ class Runtime {
   int64_t cycle_allreduce_bytes_ = 0;     // this cycle's allreduce work, for the autotuner
   double cycle_allreduce_seconds_ = 0;
   bool joined_reported_ = false;  // the coordinator knows this rank has joined
+  int last_joined_ = -1;          // as the coordinator last said (ResponseList::last_joined)
 };
-
-// Makes the public API (api.cc) on the calling thread use `runtime` instead of the one
-// kolo::init() made, until called again (nullptr: init()'s again). Each thread of a job
-// whose ranks are threads of one process (inprocess_transport.h) is bound to its rank's
-// runtime.
-void bind_thread_to(Runtime* runtime);
 
 }  // namespace kolo

@@ -34,6 +34,8 @@ constexpr SharedSetting kShared[] = {
      [](Config& c, int64_t v) { c.hierarchical_allreduce = v != 0; }},
     {"KOLO_HIERARCHICAL_ALLGATHER", [](const Config& c) -> int64_t { return c.hierarchical_allgather; },
      [](Config& c, int64_t v) { c.hierarchical_allgather = v != 0; }},
+    {"KOLO_DYNAMIC_PROCESS_SETS", [](const Config& c) -> int64_t { return c.dynamic_process_sets; },
+     [](Config& c, int64_t v) { c.dynamic_process_sets = v != 0; }},
     {"KOLO_TEST_HOST_GPU", [](const Config& c) -> int64_t { return c.test_host_gpu; },
      [](Config& c, int64_t v) { c.test_host_gpu = v != 0; }},
 };

@@ -31,10 +31,13 @@ std::string json_escape(const std::string& text) {
 
 Timeline::~Timeline() { close(); }
 
-void Timeline::open(const std::string& path, int rank, Clock::time_point origin) {
+void Timeline::open(const std::string& path, int rank, Clock::time_point origin, bool mark_cycles) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  close_locked();
   file_ = std::fopen(path.c_str(), "w");
   KOLO_CHECK(file_ != nullptr, StatusCode::IoError,
              "kolo: cannot write the timeline file '" + path + "' (KOLO_TIMELINE): " + std::strerror(errno));
+  lanes_.clear();
   pid_ = rank;
   origin_ = origin;
   std::fputs("[\n", file_);
@@ -47,22 +50,34 @@ void Timeline::open(const std::string& path, int rank, Clock::time_point origin)
                "\"args\":{\"name\":\"fused groups\"}}",
                pid_);
   first_event_ = false;
+  mark_cycles_ = mark_cycles;
+  enabled_ = true;
 }
 
 void Timeline::close() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  close_locked();
+}
+
+void Timeline::close_locked() {
   if (file_ == nullptr) return;
+  enabled_ = false;
   std::fputs("\n]\n", file_);
   std::fclose(file_);
   file_ = nullptr;
 }
 
-int Timeline::lane(const std::string& tensor) {
-  auto [it, inserted] = lanes_.try_emplace(tensor, static_cast<int>(lanes_.size()) + 1);
-  if (inserted)
+// The global set's lanes are named after their tensors; another set's say which set.
+int Timeline::lane(int set, const std::string& tensor) {
+  const std::string key = std::to_string(set) + "/" + tensor;
+  auto [it, inserted] = lanes_.try_emplace(key, static_cast<int>(lanes_.size()) + 1);
+  if (inserted) {
+    const std::string label = set == 0 ? tensor : tensor + " (process set " + std::to_string(set) + ")";
     std::fprintf(file_,
                  ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                  "\"args\":{\"name\":\"%s\"}}",
-                 pid_, it->second, json_escape(tensor).c_str());
+                 pid_, it->second, json_escape(label).c_str());
+  }
   return it->second;
 }
 
@@ -80,16 +95,19 @@ void Timeline::write_event(const char* name, int tid, Clock::time_point start,
   first_event_ = false;
 }
 
-void Timeline::phase(const std::string& tensor, const char* phase, Clock::time_point start,
+void Timeline::phase(int set, const std::string& tensor, const char* phase, Clock::time_point start,
                      Clock::time_point end, const std::string& args) {
-  if (!enabled()) return;
-  write_event(phase, lane(tensor), start, end, args);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (file_ == nullptr) return;
+  const std::string set_arg = "\"process_set\":" + std::to_string(set);
+  write_event(phase, lane(set, tensor), start, end, args.empty() ? set_arg : set_arg + "," + args);
 }
 
-void Timeline::fused_group(int64_t group_id, const std::vector<std::string>& tensors,
+void Timeline::fused_group(int set, int64_t group_id, const std::vector<std::string>& tensors,
                            int64_t bytes, Clock::time_point start, Clock::time_point end) {
-  if (!enabled()) return;
-  std::string args = "\"group\":" + std::to_string(group_id) + ",\"bytes\":" +
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (file_ == nullptr) return;
+  std::string args = "\"process_set\":" + std::to_string(set) + ",\"group\":" + std::to_string(group_id) + ",\"bytes\":" +
                      std::to_string(bytes) + ",\"tensors\":[";
   for (std::size_t i = 0; i < tensors.size(); ++i)
     args += (i ? ",\"" : "\"") + json_escape(tensors[i]) + "\"";
@@ -98,7 +116,8 @@ void Timeline::fused_group(int64_t group_id, const std::vector<std::string>& ten
 }
 
 void Timeline::cycle_start(Clock::time_point when) {
-  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (file_ == nullptr || !mark_cycles_) return;
   std::fprintf(file_, "%s{\"name\":\"CYCLE_START\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%.3f}",
                first_event_ ? "" : ",\n", pid_, micros(when));
   first_event_ = false;

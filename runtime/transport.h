@@ -47,6 +47,7 @@ struct Topology {
   int rank = 0, size = 1;
   int local_rank = 0, local_size = 1;
   int cross_rank = 0, cross_size = 1;
+  bool homogeneous = true;  // every node runs the same number of ranks
 };
 
 // What the data collectives are built with (the runtime's agreed settings).

@@ -32,8 +32,6 @@ constexpr Unimplemented kSettings[] = {
     {"CPU_OPERATIONS", "kolo runs the collectives of CPU tensors with MPI only"},
     {"DISABLE_GROUP_FUSION", "kolo fuses a group's tensors like any others"},
     {"DISABLE_NVTX_RANGES", "kolo emits no NVTX ranges"},
-    {"DYNAMIC_PROCESS_SETS",
-     "kolo has no process sets (kolo::init(MPI_Comm) runs it on a sub-communicator)"},
     {"ELASTIC", kNoElastic},
     {"ELASTIC_TIMEOUT", kNoElastic},
     {"ENABLE_ASYNC_COMPLETION", "kolo always completes GPU operations asynchronously, by CUDA event"},

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -154,18 +155,53 @@ class Handle {
   std::shared_ptr<detail::HandleState> state_;
 };
 
+// ---- Process sets ------------------------------------------------------------------------
+
+// A subset of the ranks that runs collectives of its own, concurrently with the other sets
+// (Horovod's hvd.ProcessSet). Set 0 is the global set, all ranks. A set is named by its id;
+// the queries below ask kolo, which knows every set of the job (docs/process_sets.md).
+class ProcessSet {
+ public:
+  ProcessSet() = default;  // the global set
+  explicit ProcessSet(int id) : id_(id) {}
+  int id() const { return id_; }
+  std::vector<int> ranks() const;  // the set's ranks (of the global set), ascending
+  int size() const;
+  int rank() const;                // this rank's index within the set; -1 outside it
+  bool included() const;           // whether this rank belongs to the set
+  bool operator==(const ProcessSet&) const = default;
+
+ private:
+  int id_ = 0;
+};
+inline const ProcessSet global_process_set{};
+
 // ---- Lifetime and topology -------------------------------------------------------------
 
 // Starts kolo on MPI_COMM_WORLD. Initialises MPI (MPI_THREAD_MULTIPLE) unless the program
 // already did, in which case kolo leaves MPI_Finalize to the program and checks that the
 // program's thread level is MPI_THREAD_MULTIPLE. Throws kolo::Error on failure.
 void init();
+// The same with static process sets: each a list of ranks (in any order), given alike on
+// every rank. They get ids 1, 2, ... in the order listed. A set listed twice, or one equal
+// to the global set, is InvalidArgument naming the entry; lists that differ between ranks
+// are InvalidArgument on every rank. kolo is then not started, and init() may be called
+// again.
+void init(const std::vector<std::vector<int>>& process_sets);
 // init(MPI_Comm), which starts kolo on a sub-communicator, is in kolo/kolo_mpi.h: this
 // header does not need MPI's headers.
 // Fails every pending handle with StatusCode::Aborted and joins the background thread.
 // All ranks should call it; it returns once this rank's thread has stopped.
 void shutdown();
 bool is_initialized();
+
+// Every process set of the job: id -> its ranks (Horovod's get_process_set_ids_and_ranks()).
+std::map<int, std::vector<int>> process_sets();
+// With KOLO_DYNAMIC_PROCESS_SETS=1 only. Collective over all ranks (as Horovod's): every
+// rank calls them, in the same order. Adding a set that exists, or removing the global
+// set, is InvalidArgument. Removing a set fails its pending operations with Aborted.
+ProcessSet add_process_set(const std::vector<int>& ranks);
+void remove_process_set(const ProcessSet& set);
 
 int rank();
 int size();
@@ -175,6 +211,13 @@ int cross_rank();   // index of this node among the nodes
 int cross_size();   // number of nodes
 
 // ---- Collectives -----------------------------------------------------------------------
+//
+// Every operation runs over a process set (the global one by default); only the set's
+// ranks take part, and a rank outside it gets InvalidArgument. Ranks given to an operation
+// (a broadcast's root) are ranks of the global set. A name must be unique among the
+// operations in flight in its set; an empty name gets one of kolo's ("allreduce.noname.3":
+// per operation type and set, in submission order), so unnamed calls made in the same
+// order on every rank match.
 
 // How float32 and float64 tensors travel: as they are, or cast to 16 bits on the wire
 // (half the bytes; the result is cast back). 16-bit tensors travel as they are.
@@ -186,6 +229,7 @@ struct AllreduceOptions {
   double prescale = 1.0;   // multiplies the input before the reduction
   double postscale = 1.0;  // multiplies the result (after the average's 1/size)
   Compression compression = Compression::None;  // must be the same on every rank
+  ProcessSet process_set{};
 };
 
 // output may be the same memory as input (in place). Shapes and dtypes must match.
@@ -200,26 +244,54 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const AllreduceOptions& options = {});
 // Concatenates every rank's input along the first dimension (which may differ per rank;
 // the other dimensions may not). Result: handle.output().
-Handle allgather_async(const std::string& name, const TensorView& input);
-// Overwrites `buffer` on every rank with root's.
-Handle broadcast_async(const std::string& name, const TensorView& buffer, int root);
-// Sends splits[r] first-dimension rows to rank r (splits empty: equal split; the first
-// dimension must then divide by size()). Result: handle.output(), handle.received_splits().
-Handle alltoall_async(const std::string& name, const TensorView& input,
-                      const std::vector<int64_t>& splits = {});
-// Reduces the inputs (same shape on every rank), then gives rank r its part of the first
-// dimension: rows are split as evenly as possible, lower ranks get the extra ones.
-Handle reducescatter_async(const std::string& name, const TensorView& input,
-                           ReduceOp op = ReduceOp::Average);
+Handle allgather_async(const std::string& name, const TensorView& input, const ProcessSet& set = {});
+// Negotiated as one unit, like grouped_allreduce_async.
+std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs, const ProcessSet& set = {});
+// Overwrites `buffer` on every rank with root's (root: a rank of the global set, in `set`).
+Handle broadcast_async(const std::string& name, const TensorView& buffer, int root, const ProcessSet& set = {});
+// Sends splits[r] first-dimension rows to the set's r-th rank (splits empty: equal split;
+// the first dimension must then divide by the set's size). Result: handle.output(),
+// handle.received_splits().
+Handle alltoall_async(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits = {},
+                      const ProcessSet& set = {});
+
+struct ReducescatterOptions {
+  ReduceOp op = ReduceOp::Average;  // not Adasum
+  double prescale = 1.0;
+  double postscale = 1.0;
+  ProcessSet process_set{};
+};
+// Reduces the inputs (same shape on every rank), then gives the set's r-th rank its part of
+// the first dimension: rows are split as evenly as possible, lower ranks get the extra ones.
+Handle reducescatter_async(const std::string& name, const TensorView& input, const ReducescatterOptions& options = {});
+Handle reducescatter_async(const std::string& name, const TensorView& input, ReduceOp op);
+std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                const std::vector<TensorView>& inputs,
+                                                const ReducescatterOptions& options = {});
 
 // Blocking forms: wait and throw kolo::Error on failure.
 void allreduce(const std::string& name, const TensorView& inout, const AllreduceOptions& options = {});
-void broadcast(const std::string& name, const TensorView& buffer, int root);
-void barrier();
-// Declares that this rank has no more data. Until every rank has joined, this rank takes
-// part in the others' allreduces with zeros (an Average still divides by size(), as in
-// Horovod). Other collectives fail while a rank has joined. Blocks until all have joined.
-void join();
+void broadcast(const std::string& name, const TensorView& buffer, int root, const ProcessSet& set = {});
+void barrier(const ProcessSet& set = {});
+// Declares that this rank has no more data for `set`. Until every rank of the set has
+// joined, this rank takes part in the others' allreduces with zeros (an Average still
+// divides by the set's size, as in Horovod); allgather, broadcast, alltoall and
+// reducescatter fail while a rank has joined, as in Horovod. Blocks until all have joined;
+// returns the (global) rank that joined last.
+int join(const ProcessSet& set = {});
+
+// Byte buffers of any size, for a binding's broadcast_object and allgather_object: root's
+// bytes on every rank; every rank's bytes, in rank order of the set.
+std::string broadcast_bytes(const std::string& name, const std::string& bytes, int root, const ProcessSet& set = {});
+std::vector<std::string> allgather_bytes(const std::string& name, const std::string& bytes,
+                                         const ProcessSet& set = {});
+
+// The timeline (KOLO_TIMELINE), started and stopped while kolo runs; rank 0 writes it,
+// each event naming its process set. Starting one while another is open closes the first.
+// KOLO_TIMELINE=DYNAMIC starts none at init() and leaves it to these calls.
+void start_timeline(const std::string& path, bool mark_cycles = false);
+void stop_timeline();
 
 // The configuration in effect (read from the environment at init()).
 std::string describe_configuration();
@@ -247,6 +319,12 @@ struct BuildInfo {
   std::string nccl_runtime;          // the libnccl loaded now
 };
 BuildInfo build_info();
+// Horovod's build and environment queries. Need no init(), except the last two.
+bool mpi_built();    // always: kolo runs over MPI
+bool nccl_built();
+bool cuda_built();
+bool mpi_threads_supported();  // MPI's thread level is MPI_THREAD_MULTIPLE
+bool is_homogeneous();         // every node runs the same number of ranks
 
 }  // namespace kolo
 

@@ -19,5 +19,8 @@ namespace kolo {
 // keeps MPI_Finalize; every rank of `comm` calls it (it is collective). Throws
 // kolo::Error for MPI_COMM_NULL, or when MPI is not initialised. See docs/embedding.md.
 void init(MPI_Comm comm);
+// The same with static process sets (see init(process_sets) in kolo.h); their ranks are
+// ranks of `comm`.
+void init(MPI_Comm comm, const std::vector<std::vector<int>>& process_sets);
 
 }  // namespace kolo

@@ -502,6 +502,63 @@ int silenced_setting(const char* variable) {
 
 }  // namespace
 
+// The error init(process_sets) throws, or "" when it starts.
+std::string init_error(const std::vector<std::vector<int>>& sets) {
+  try {
+    kolo::init(sets);
+    return "";
+  } catch (const kolo::Error& e) {
+    return e.what();
+  }
+}
+
+// Bad static lists fail init() on every rank, kolo not started and MPI (which kolo
+// initialised) left to a later init(), whose good list works: its sets reduce over their
+// own ranks, and the queries see them. Run at np 4.
+int process_sets_static() {
+  g_rank = -1;
+  const std::string twice = init_error({{0, 1}, {2, 3}, {1, 0}});
+  EXPECT(twice.find("entry 3, [1, 0], is listed twice (also entry 1)") != std::string::npos);
+  EXPECT(!kolo::is_initialized());
+  const std::string global = init_error({{3, 2, 1, 0}});
+  EXPECT(global.find("entry 1, [3, 2, 1, 0], is the global set") != std::string::npos);
+  EXPECT(init_error({{0}, {1, 2, 3}, {3, 0}}).empty());
+  g_rank = world_rank();
+  EXPECT(kolo::process_sets().size() == 4);
+  EXPECT(kolo::ProcessSet(3).ranks() == (std::vector<int>{0, 3}));
+  EXPECT(kolo::mpi_built() && kolo::mpi_threads_supported() && kolo::is_homogeneous());
+  for (int id = 1; id <= 3; ++id) {
+    const kolo::ProcessSet set(id);
+    if (!set.included()) continue;
+    std::vector<float> v(8, float(g_rank + 1));
+    kolo::AllreduceOptions options{kolo::ReduceOp::Sum};
+    options.process_set = set;
+    kolo::allreduce("static/" + std::to_string(id), kolo::view(v), options);
+    float want = 0;
+    for (int r : set.ranks()) want += float(r + 1);
+    EXPECT(v.front() == want && v.back() == want);
+  }
+  kolo::shutdown();
+  EXPECT(mpi_finalized());
+  return g_failures;
+}
+
+// Ranks given different lists: every rank fails init(), naming what each gave. np 3.
+int process_sets_differ() {
+  g_rank = -1;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  g_rank = world_rank();
+  const std::string error = init_error(g_rank == 2 ? std::vector<std::vector<int>>{{0, 2}}
+                                                   : std::vector<std::vector<int>>{{2, 0}, {1}});
+  EXPECT(error.find("ranks were given different process sets") != std::string::npos);
+  EXPECT(error.find("ranks 0, 1 gave [[0, 2], [1]]; rank 2 gave [[0, 2]]") != std::string::npos);
+  EXPECT(!kolo::is_initialized());
+  if (!error.empty()) std::printf("rank %d: %s\n", g_rank, error.c_str());
+  MPI_Finalize();
+  return g_failures;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   int failures;
@@ -513,6 +570,8 @@ int main(int argc, char** argv) {
     else if (mode == "topology") failures = topology();
     else if (mode == "shutdown-aborts") failures = shutdown_aborts();
     else if (mode == "c-api") failures = c_api();
+    else if (mode == "process-sets-static") failures = process_sets_static();
+    else if (mode == "process-sets-differ") failures = process_sets_differ();
     else if (mode == "autotune") failures = autotune();
     else if (mode == "hung-rank") failures = hung_rank(argc, argv);
     else if (mode == "null-comm") failures = null_comm(argc, argv);

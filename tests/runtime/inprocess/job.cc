@@ -37,7 +37,7 @@ kolo::Config scenario_config() {
 
 class Job::Peer final : public kolo_scenarios::Peer {
  public:
-  Peer(Job& job, int rank, kolo::Runtime& runtime) : job_(job), rank_(rank), runtime_(runtime) {}
+  Peer(Job& job, int rank, kolo::ProcessSets& sets) : job_(job), rank_(rank), runtime_(sets.global()) {}
 
   int rank() const override { return rank_; }
   int size() const override { return job_.options_.size; }
@@ -63,7 +63,17 @@ class Job::Peer final : public kolo_scenarios::Peer {
     }
   }
 
-  kolo::Status join() override { return wait(kolo::Handle(runtime_.join()), kolo_scenarios::kBound); }
+  kolo::Status join(int* last) override {
+    const std::shared_ptr<kolo::detail::HandleState> state = runtime_.join();
+    const kolo::Status s = wait(kolo::Handle(state), kolo_scenarios::kBound);
+    if (last != nullptr) *last = static_cast<int>(state->value);
+    return s;
+  }
+
+  void blocking(const std::function<void()>& call) override {
+    Waiting waiting(job_);
+    call();
+  }
 
   void sync() override {
     Waiting waiting(job_);
@@ -147,16 +157,16 @@ int64_t Job::run(const std::function<void(kolo_scenarios::Peer&)>& body) {
       kolo::set_thread_log_rank(r);
       kolo::Config config = options_.config;
       if (options_.adjust) options_.adjust(r, config);
-      std::unique_ptr<kolo::Runtime> runtime;
+      std::unique_ptr<kolo::ProcessSets> sets;
       try {
-        runtime = std::make_unique<kolo::Runtime>(world_.transport(r), config, clock_);
+        sets = std::make_unique<kolo::ProcessSets>(world_.transport(r), config, clock_, options_.process_sets);
       } catch (const std::exception& e) {
         record_failure("rank " + std::to_string(r) + ": the runtime did not start: " + e.what());
         sync(r);
         return;
       }
-      kolo::bind_thread_to(runtime.get());
-      Peer peer(*this, r, *runtime);
+      kolo::bind_thread_to(sets.get());
+      Peer peer(*this, r, *sets);
       --waiting_;
       try {
         body(peer);
@@ -166,7 +176,7 @@ int64_t Job::run(const std::function<void(kolo_scenarios::Peer&)>& body) {
       ++waiting_;  // finished: time may pass for the others
       sync(r);     // nobody shuts down while another rank still runs its scenario
       kolo::bind_thread_to(nullptr);
-      runtime.reset();
+      sets.reset();
     });
   }
   for (std::thread& t : threads) t.join();

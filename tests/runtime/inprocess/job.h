@@ -1,5 +1,5 @@
-// A job whose ranks are threads of this process: an InProcessWorld, one Runtime per rank
-// over its in-process transport, and a ManualClock for kolo's time. run() runs a scenario
+// A job whose ranks are threads of this process: an InProcessWorld, one ProcessSets (the
+// global set's Runtime and its process sets') per rank over its in-process transport, and a ManualClock for kolo's time. run() runs a scenario
 // (scenarios/peer.h) on one thread per rank, each bound to its rank's runtime, so that the
 // public API reaches that rank.
 //
@@ -25,6 +25,7 @@
 #include "runtime/clock.h"
 #include "runtime/config.h"
 #include "runtime/inprocess_transport.h"
+#include "runtime/process_sets.h"
 #include "scenarios/peer.h"
 
 namespace kolo_inprocess {
@@ -35,6 +36,7 @@ struct JobOptions {
   // Each rank's settings as its "environment" gives them (rank 0's shared ones win).
   std::function<void(int rank, kolo::Config& config)> adjust;
   int local_size = 0;  // > 0: a forced node layout (InProcessOptions::local_size)
+  std::vector<std::vector<int>> process_sets;  // static process sets, as kolo::init() takes them
   std::chrono::microseconds step{1000};  // simulated time per tick, while everyone waits
   std::chrono::microseconds tick{100};   // real time between steps
 };

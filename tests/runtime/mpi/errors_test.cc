@@ -87,7 +87,6 @@ TEST_CASE("bad local arguments fail at once with InvalidArgument (Unsupported wh
                  kolo::allreduce_async("bad/dtypes", kolo::view(f), kolo::view(d), {ReduceOp::Sum}), "float64"});
   bad.push_back({"input and output sizes differ",
                  kolo::allreduce_async("bad/sizes", kolo::view(f), kolo::view(f5), {ReduceOp::Sum}), "bad/sizes"});
-  bad.push_back({"empty name", kolo::allreduce_async("", kolo::view(f), {ReduceOp::Sum}), "name"});
   bad.push_back({"GPU memory on the MPI backend",
                  kolo::allreduce_async("bad/gpu", kolo::TensorView{f.data(), DType::Float32, {4}, kolo::Device::cuda(0)}),
                  "bad/gpu",

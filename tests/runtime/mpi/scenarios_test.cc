@@ -15,6 +15,7 @@
 
 #include "scenarios/collective_scenarios.h"
 #include "scenarios/error_scenarios.h"
+#include "scenarios/process_set_scenarios.h"
 #include "support/mpi_util.h"
 
 namespace {
@@ -69,20 +70,24 @@ class MpiPeer final : public kolo_scenarios::Peer {
   }
 
   // kolo::join() blocks until every rank has joined: on a thread of its own, bounded.
-  kolo::Status join() override {
-    auto done = std::make_shared<std::promise<kolo::Status>>();
-    std::future<kolo::Status> result = done->get_future();
+  kolo::Status join(int* last) override {
+    auto done = std::make_shared<std::promise<std::pair<kolo::Status, int>>>();
+    auto result = done->get_future();
     std::thread([done] {
       try {
-        kolo::join();
-        done->set_value(kolo::Status::OK());
+        const int joined_last = kolo::join();
+        done->set_value({kolo::Status::OK(), joined_last});
       } catch (const kolo::Error& e) {
-        done->set_value(kolo::Status(e.code(), e.what()));
+        done->set_value({kolo::Status(e.code(), e.what()), -1});
       }
     }).detach();
     if (result.wait_for(kolo_scenarios::kBound) != std::future_status::ready) kolo_test::abort_on_timeout("join()");
-    return result.get();
+    const auto [status, joined_last] = result.get();
+    if (last != nullptr) *last = joined_last;
+    return status;
   }
+
+  void blocking(const std::function<void()>& call) override { call(); }
 
   void sync() override { kolo_test::world_barrier(); }
   void sleep(std::chrono::milliseconds duration) override { std::this_thread::sleep_for(duration); }
@@ -159,4 +164,86 @@ TEST_CASE("scenario: a cached tensor that changes shape fails on every rank", "[
 // Its own CTest entry, with KOLO_STALL_CHECK_TIME_SECONDS=1 and KOLO_STALL_SHUTDOWN_TIME_SECONDS=3.
 TEST_CASE("scenario: a tensor missing on some ranks warns naming them, then fails as Stalled", "[.][stall]") {
   run(kolo_scenarios::stalled_tensor_warns_then_fails);
+}
+
+// Process sets and the rest of Horovod's surface: their own CTest entries (mpi_np*_process_sets),
+// with KOLO_DYNAMIC_PROCESS_SETS=1 and KOLO_TIMELINE=DYNAMIC.
+TEST_CASE("scenario: every operation on overlapping, disjoint and singleton process sets is exact",
+          "[.][process_sets]") {
+  run(kolo_scenarios::every_op_on_overlapping_disjoint_and_singleton_sets);
+}
+
+TEST_CASE("scenario: process set errors are clear on every rank and kolo goes on", "[.][process_sets]") {
+  run(kolo_scenarios::process_set_errors_are_clear_on_every_rank);
+}
+
+TEST_CASE("scenario: a set waiting for a rank does not hold up another set", "[.][process_sets]") {
+  run(kolo_scenarios::a_waiting_set_does_not_hold_up_another);
+}
+
+TEST_CASE("scenario: unnamed operations match in submission order", "[.][process_sets]") {
+  run(kolo_scenarios::unnamed_operations_match_in_submission_order);
+}
+
+TEST_CASE("scenario: byte buffers of 0 B, 1 B and 10 MB are broadcast and allgathered", "[.][process_sets]") {
+  run(kolo_scenarios::byte_buffers_of_any_size);
+}
+
+TEST_CASE("scenario: join returns the last rank to join", "[.][process_sets]") {
+  run(kolo_scenarios::join_returns_the_last_rank_to_join);
+}
+
+// KOLO_TIMELINE=DYNAMIC: no file until start_timeline(); then rank 0 writes one, each event
+// naming its set, and stop_timeline() completes it; a second start writes another file,
+// with cycle marks.
+TEST_CASE("scenario: the timeline starts and stops while kolo runs, naming each event's set", "[.][process_sets]") {
+  MpiPeer peer;
+  const int me = peer.rank();
+  CHECK_FALSE(std::filesystem::exists("DYNAMIC"));
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string first = dir + "/kolo_dynamic_timeline_1.json", second = dir + "/kolo_dynamic_timeline_2.json";
+  kolo::ProcessSet set;
+  peer.blocking([&] { set = kolo::add_process_set({0}); });
+  std::vector<float> before(4, 1.0f), during(4, 1.0f), in_set(4, 1.0f), after(4, 1.0f);
+  kolo::allreduce("timeline/before", kolo::view(before));
+  kolo::start_timeline(first);
+  kolo::allreduce("timeline/during", kolo::view(during));
+  if (set.included()) {
+    kolo::AllreduceOptions options;
+    options.process_set = set;
+    kolo::allreduce("timeline/in_set", kolo::view(in_set), options);
+  }
+  peer.sync();
+  kolo::stop_timeline();
+  kolo::allreduce("timeline/after", kolo::view(after));
+  kolo::start_timeline(second, /*mark_cycles=*/true);
+  kolo::allreduce("timeline/second", kolo::view(after));
+  peer.sync();
+  kolo::stop_timeline();
+  peer.blocking([&] { kolo::remove_process_set(set); });
+  if (me == 0) {
+    auto read = [](const std::string& path) {
+      std::ifstream in(path);
+      std::stringstream s;
+      s << in.rdbuf();
+      return s.str();
+    };
+    const std::string a = read(first), b = read(second);
+    INFO(a);
+    CHECK(a.find("timeline/during") != std::string::npos);
+    const std::string id = std::to_string(set.id());
+    CHECK(a.find("timeline/in_set (process set " + id + ")") != std::string::npos);
+    CHECK(a.find("\"process_set\":" + id) != std::string::npos);
+    CHECK(a.find("timeline/before") == std::string::npos);
+    CHECK(a.find("timeline/after") == std::string::npos);
+    CHECK(a.find("CYCLE_START") == std::string::npos);
+    CHECK(a[a.find_last_not_of(" \n")] == ']');  // a complete JSON array
+    CHECK(b.find("timeline/second") != std::string::npos);
+    CHECK(b.find("CYCLE_START") != std::string::npos);
+    std::filesystem::remove(first);
+    std::filesystem::remove(second);
+  } else {
+    CHECK_FALSE(std::filesystem::exists(first + ".rank" + std::to_string(me)));
+  }
+  peer.sync();
 }

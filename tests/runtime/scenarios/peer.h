@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -36,8 +37,11 @@ class Peer {
   virtual kolo::Status wait(const kolo::Handle& handle, std::chrono::milliseconds bound = kBound) = 0;
   // Waits up to `bound`; Pending if the operation is still running.
   virtual kolo::Status wait_up_to(const kolo::Handle& handle, std::chrono::milliseconds bound) = 0;
-  // kolo::join(), bounded like wait().
-  virtual kolo::Status join() = 0;
+  // kolo::join(), bounded like wait(); `last`, if given, gets the rank that joined last.
+  virtual kolo::Status join(int* last = nullptr) = 0;
+  // Runs a blocking kolo call (add_process_set(), broadcast_bytes(), ...) while kolo's
+  // time may pass.
+  virtual void blocking(const std::function<void()>& call) = 0;
   // Returns once every rank has called it (outside kolo), bounded.
   virtual void sync() = 0;
   // Lets `duration` of kolo's time pass.

@@ -83,16 +83,17 @@ TEST_CASE("timeline writes a Chrome trace with a lane per tensor and fused group
   {
     kolo::Timeline tl;
     CHECK_FALSE(tl.enabled());
-    tl.phase("ignored", "NEGOTIATE", kolo::Timeline::Clock::now(), kolo::Timeline::Clock::now());
+    tl.phase(0, "ignored", "NEGOTIATE", kolo::Timeline::Clock::now(), kolo::Timeline::Clock::now());
     tl.open(path, 3);
     REQUIRE(tl.enabled());
     const auto t0 = kolo::Timeline::Clock::now();
-    tl.phase("grad/w", "NEGOTIATE", t0, t0 + 10us);
-    tl.phase("grad/w", "WAIT_FOR_OTHERS", t0 + 10us, t0 + 30us);
-    tl.phase("grad/b", "NEGOTIATE", t0, t0 + 5us, "\"bytes\":64");
-    tl.phase("grad/w", "ALLREDUCE", t0 + 30us, t0 + 130us);
-    tl.phase(odd_name, "MEMCPY_IN", t0 + 1ms, t0 + 2ms);
-    tl.fused_group(7, {"grad/w", "grad/b", odd_name}, 4096, t0 + 30us, t0 + 2ms);
+    tl.phase(0, "grad/w", "NEGOTIATE", t0, t0 + 10us);
+    tl.phase(0, "grad/w", "WAIT_FOR_OTHERS", t0 + 10us, t0 + 30us);
+    tl.phase(0, "grad/b", "NEGOTIATE", t0, t0 + 5us, "\"bytes\":64");
+    tl.phase(0, "grad/w", "ALLREDUCE", t0 + 30us, t0 + 130us);
+    tl.phase(0, odd_name, "MEMCPY_IN", t0 + 1ms, t0 + 2ms);
+    tl.fused_group(0, 7, {"grad/w", "grad/b", odd_name}, 4096, t0 + 30us, t0 + 2ms);
+    tl.phase(2, "grad/w", "ALLREDUCE", t0 + 3ms, t0 + 4ms);  // the same name in process set 2
     tl.close();
     CHECK_FALSE(tl.enabled());
     tl.close();  // twice is harmless
@@ -118,10 +119,13 @@ TEST_CASE("timeline writes a Chrome trace with a lane per tensor and fused group
   const auto lanes = lanes_of(doc, 3);
   CHECK(lanes.at(0) == "fused groups");
   const int w = lane_of(lanes, "grad/w"), b = lane_of(lanes, "grad/b"), odd = lane_of(lanes, odd_name);
+  const int w2 = lane_of(lanes, "grad/w (process set 2)");
   CHECK(w > 0);
   CHECK(b > 0);
   CHECK(odd > 0);
-  CHECK(std::set<int>{w, b, odd}.size() == 3);
+  CHECK(w2 > 0);
+  CHECK(std::set<int>{w, b, odd, w2}.size() == 4);
+  CHECK(phases_on(doc, w2) == std::vector<std::string>{"ALLREDUCE"});
   CHECK(phases_on(doc, w) == std::vector<std::string>{"NEGOTIATE", "WAIT_FOR_OTHERS", "ALLREDUCE"});
   CHECK(phases_on(doc, b) == std::vector<std::string>{"NEGOTIATE"});
   CHECK(phases_on(doc, odd) == std::vector<std::string>{"MEMCPY_IN"});
@@ -134,6 +138,7 @@ TEST_CASE("timeline writes a Chrome trace with a lane per tensor and fused group
       CHECK(e.at("ts").get<double>() >= 30);
     }
     if (e.at("tid") == b) CHECK(e.at("args").at("bytes") == 64);
+    CHECK(e.at("args").at("process_set") == (e.at("tid") == w2 ? 2 : 0));  // every event names its set
     if (e.at("name") == "FUSED") {
       CHECK(e.at("tid") == 0);
       CHECK(e.at("args").at("group") == 7);
@@ -149,10 +154,10 @@ TEST_CASE("cycle markers are global instant CYCLE_START events at the cycles' ti
   {
     kolo::Timeline tl;
     tl.cycle_start(kolo::Timeline::Clock::now());  // not open: nothing
-    tl.open(path, 0);
+    tl.open(path, 0, kolo::Timeline::Clock::now(), /*mark_cycles=*/true);
     const auto t0 = kolo::Timeline::Clock::now();
     tl.cycle_start(t0 + 1ms);
-    tl.phase("grad/w", "ALLREDUCE", t0 + 1ms, t0 + 2ms);
+    tl.phase(0, "grad/w", "ALLREDUCE", t0 + 1ms, t0 + 2ms);
     tl.cycle_start(t0 + 3ms);
   }
   const json doc = read_json(path);
@@ -167,6 +172,27 @@ TEST_CASE("cycle markers are global instant CYCLE_START events at the cycles' ti
   }
   REQUIRE(marks.size() == 2);
   CHECK(marks[1] - marks[0] == Approx(2000).margin(0.01));
+}
+
+TEST_CASE("a timeline opened without mark_cycles has no cycle markers; reopened, a new file", "[timeline]") {
+  const std::string first = temp_path("kolo_timeline_first"), second = temp_path("kolo_timeline_second");
+  {
+    kolo::Timeline tl;
+    tl.open(first, 0);
+    CHECK_FALSE(tl.marks_cycles());
+    tl.cycle_start(kolo::Timeline::Clock::now());
+    tl.phase(0, "a", "ALLREDUCE", kolo::Timeline::Clock::now(), kolo::Timeline::Clock::now());
+    tl.open(second, 0, kolo::Timeline::Clock::now(), true);  // closes the first
+    CHECK(tl.marks_cycles());
+    tl.phase(0, "b", "ALLREDUCE", kolo::Timeline::Clock::now(), kolo::Timeline::Clock::now());
+  }
+  const json a = read_json(first), b = read_json(second);
+  std::filesystem::remove(first);
+  std::filesystem::remove(second);
+  for (const json& e : a) CHECK(e.at("name") != "CYCLE_START");
+  CHECK(a.size() == 4);  // process name, fused lane, a's lane, its event
+  CHECK(lane_of(lanes_of(b, 0), "a") < 0);
+  CHECK(lane_of(lanes_of(b, 0), "b") > 0);
 }
 
 TEST_CASE("timeline open fails with a kolo::Error naming the path", "[timeline]") {
@@ -187,7 +213,7 @@ TEST_CASE("timeline destructor completes the JSON array", "[timeline]") {
   {
     kolo::Timeline tl;
     tl.open(path, 0);
-    tl.phase("x", "BROADCAST", kolo::Timeline::Clock::now(), kolo::Timeline::Clock::now());
+    tl.phase(0, "x", "BROADCAST", kolo::Timeline::Clock::now(), kolo::Timeline::Clock::now());
   }
   const json doc = read_json(path);
   std::filesystem::remove(path);

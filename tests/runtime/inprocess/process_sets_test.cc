@@ -1,0 +1,130 @@
+// Process sets and the rest of Horovod's surface (scenarios/process_set_scenarios.h) with
+// ranks as threads, at 2, 3 and 4 ranks, in simulated time; and what only the in-process
+// job can stage: static sets, a set whose rank stalls, and dynamic sets switched off.
+#include <catch2/catch.hpp>
+
+#include "inprocess/job.h"
+#include "scenarios/process_set_scenarios.h"
+
+using kolo_inprocess::Job;
+using kolo_inprocess::JobOptions;
+using kolo_scenarios::contains;
+using kolo_scenarios::describe;
+
+namespace {
+
+JobOptions dynamic_sets(int size) {
+  JobOptions options;
+  options.size = size;
+  options.config = kolo_inprocess::scenario_config();
+  options.config.dynamic_process_sets = true;
+  return options;
+}
+
+void run_scenario(void (*scenario)(kolo_scenarios::Peer&)) {
+  const int size = GENERATE(2, 3, 4);
+  INFO(size << " ranks");
+  Job job(dynamic_sets(size));
+  CHECK(job.run(scenario) > 0);
+}
+
+}  // namespace
+
+TEST_CASE("in-process: every operation on overlapping, disjoint and singleton process sets is exact",
+          "[inprocess][process_sets]") {
+  run_scenario(kolo_scenarios::every_op_on_overlapping_disjoint_and_singleton_sets);
+}
+
+TEST_CASE("in-process: process set errors are clear on every rank and kolo goes on", "[inprocess][process_sets]") {
+  run_scenario(kolo_scenarios::process_set_errors_are_clear_on_every_rank);
+}
+
+TEST_CASE("in-process: a set waiting for a rank does not hold up another set", "[inprocess][process_sets]") {
+  run_scenario(kolo_scenarios::a_waiting_set_does_not_hold_up_another);
+}
+
+TEST_CASE("in-process: unnamed operations match in submission order", "[inprocess][names]") {
+  run_scenario(kolo_scenarios::unnamed_operations_match_in_submission_order);
+}
+
+TEST_CASE("in-process: byte buffers of 0 B, 1 B and 10 MB are broadcast and allgathered", "[inprocess][bytes]") {
+  run_scenario(kolo_scenarios::byte_buffers_of_any_size);
+}
+
+TEST_CASE("in-process: join returns the last rank to join", "[inprocess][join]") {
+  run_scenario(kolo_scenarios::join_returns_the_last_rank_to_join);
+}
+
+TEST_CASE("in-process: static process sets get ids in the order listed and run at once", "[inprocess][process_sets]") {
+  JobOptions options;
+  options.size = 4;
+  options.config = kolo_inprocess::scenario_config();
+  options.process_sets = {{3, 1}, {0, 2}, {0, 1, 2}};
+  Job job(options);
+  CHECK(job.run([](kolo_scenarios::Peer& peer) {
+    const std::map<int, std::vector<int>> table = kolo::process_sets();
+    PEER_CHECK(peer, table.size() == 4 && table.at(1) == (std::vector<int>{1, 3}) &&
+                         table.at(2) == (std::vector<int>{0, 2}) && table.at(3) == (std::vector<int>{0, 1, 2}),
+               "the static sets' table");
+    std::vector<kolo::Handle> handles;
+    std::vector<std::vector<float>> values;
+    values.reserve(3);
+    for (int id = 1; id <= 3; ++id) {
+      const kolo::ProcessSet set(id);
+      if (!set.included()) continue;
+      values.emplace_back(2, static_cast<float>(peer.rank()));
+      kolo::AllreduceOptions options{kolo::ReduceOp::Sum};
+      options.process_set = set;
+      handles.push_back(kolo::allreduce_async("static", kolo::view(values.back()), options));
+    }
+    kolo_scenarios::wait_all_ok(peer, handles, "static sets");
+    std::size_t k = 0;
+    for (int id = 1; id <= 3; ++id) {
+      const kolo::ProcessSet set(id);
+      if (!set.included()) continue;
+      float want = 0;
+      for (int r : set.ranks()) want += static_cast<float>(r);
+      PEER_CHECK(peer, values[k][0] == want, "static set " << id << ": " << values[k][0]);
+      ++k;
+    }
+    // Without KOLO_DYNAMIC_PROCESS_SETS, sets cannot be added while kolo runs.
+    try {
+      kolo::add_process_set({0});
+      PEER_CHECK(peer, false, "add_process_set() worked without KOLO_DYNAMIC_PROCESS_SETS");
+    } catch (const kolo::Error& e) {
+      PEER_CHECK(peer, contains(e.what(), "KOLO_DYNAMIC_PROCESS_SETS=1"), e.what());
+    }
+  }) > 0);
+}
+
+TEST_CASE("in-process: a stalled tensor of a process set fails naming the set and its rank",
+          "[inprocess][process_sets]") {
+  JobOptions options;
+  options.size = 3;
+  options.config = kolo_inprocess::scenario_config();
+  options.config.stall_check_seconds = 2;
+  options.config.stall_shutdown_seconds = 5;
+  options.process_sets = {{1, 2}};
+  Job job(options);
+  CHECK(job.run([](kolo_scenarios::Peer& peer) {
+    if (peer.rank() != 1) return;  // rank 2 never submits
+    std::vector<float> v(3, 1.0f);
+    kolo::AllreduceOptions in_set{kolo::ReduceOp::Sum};
+    in_set.process_set = kolo::ProcessSet(1);
+    const kolo::Status s = peer.wait(kolo::allreduce_async("stalled", kolo::view(v), in_set));
+    PEER_CHECK(peer, s.code() == kolo::StatusCode::Stalled && contains(s.message(), "in process set 1 (ranks 1, 2)") &&
+                         contains(s.message(), "not submitted by rank(s) 2"),
+               describe(s));
+  }) > 0);
+}
+
+TEST_CASE("static process set lists are checked: each entry named by its place", "[inprocess][process_sets]") {
+  using Catch::Matchers::Contains;
+  CHECK(kolo::checked_process_sets({{3, 1}, {2}}, 4) == std::vector<std::vector<int>>{{1, 3}, {2}});
+  CHECK_THROWS_WITH(kolo::checked_process_sets({{0, 1}, {2}, {1, 0}}, 4),
+                    Contains("entry 3, [1, 0], is listed twice (also entry 1)"));
+  CHECK_THROWS_WITH(kolo::checked_process_sets({{2, 0, 1, 3}}, 4), Contains("entry 1, [2, 0, 1, 3], is the global set"));
+  CHECK_THROWS_WITH(kolo::checked_process_sets({{0}, {4}}, 4), Contains("entry 2, [4], names a rank outside the job"));
+  CHECK_THROWS_WITH(kolo::checked_process_sets({{1, 1}}, 4), Contains("names a rank twice"));
+  CHECK_THROWS_WITH(kolo::checked_process_sets({{}}, 4), Contains("has no ranks"));
+}
