@@ -41,6 +41,8 @@ std::vector<Field> fields_to_compare(OpType type) {
       break;
     case OpType::Reducescatter:
       fields.push_back({"op", [](const Request& r) { return std::string(op_name(r.op)); }});
+      fields.push_back({"prescale", [](const Request& r) { return number_string(r.prescale); }});
+      fields.push_back({"postscale", [](const Request& r) { return number_string(r.postscale); }});
       fields.push_back({"shape", [](const Request& r) { return shape_string(r.shape); }});
       break;
     case OpType::Broadcast:
