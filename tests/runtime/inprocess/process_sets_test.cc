@@ -43,6 +43,10 @@ TEST_CASE("in-process: a set waiting for a rank does not hold up another set", "
   run_scenario(kolo_scenarios::a_waiting_set_does_not_hold_up_another);
 }
 
+TEST_CASE("in-process: grouped allgather and reducescatter run as one unit", "[inprocess][grouped]") {
+  run_scenario(kolo_scenarios::grouped_collectives_run_as_one_unit);
+}
+
 TEST_CASE("in-process: unnamed operations match in submission order", "[inprocess][names]") {
   run_scenario(kolo_scenarios::unnamed_operations_match_in_submission_order);
 }

@@ -181,6 +181,10 @@ TEST_CASE("scenario: a set waiting for a rank does not hold up another set", "[.
   run(kolo_scenarios::a_waiting_set_does_not_hold_up_another);
 }
 
+TEST_CASE("scenario: grouped allgather and reducescatter run as one unit", "[.][process_sets]") {
+  run(kolo_scenarios::grouped_collectives_run_as_one_unit);
+}
+
 TEST_CASE("scenario: unnamed operations match in submission order", "[.][process_sets]") {
   run(kolo_scenarios::unnamed_operations_match_in_submission_order);
 }

@@ -287,6 +287,36 @@ inline void a_waiting_set_does_not_hold_up_another(Peer& peer) {
   if (held.id() != 0) peer.blocking([&] { kolo::remove_process_set(held); });
 }
 
+// A grouped allgather or reducescatter is negotiated as one unit: its members carry the
+// group, so a rank that submits the same names one by one disagrees with the others on
+// "group", and every rank hears it; the group itself then runs exact, in one piece.
+inline void grouped_collectives_run_as_one_unit(Peer& peer) {
+  const int me = peer.rank(), size = peer.size();
+  std::vector<double> a = {double(me)}, b = {double(me), double(me)};
+  std::vector<kolo::Handle> handles;
+  if (me == 0) {
+    handles = {kolo::allgather_async("group/a", kolo::view(a)), kolo::allgather_async("group/b", kolo::view(b))};
+  } else {
+    handles = kolo::grouped_allgather_async({"group/a", "group/b"}, {kolo::view(a), kolo::view(b)});
+  }
+  for (const kolo::Handle& h : handles) {
+    const kolo::Status s = peer.wait(h);
+    PEER_CHECK(peer, s.code() == kolo::StatusCode::Mismatch && contains(s.message(), "disagree on the group"),
+               describe(s));
+  }
+  std::vector<double> rows(static_cast<std::size_t>(size), 1.0 + me);
+  handles = kolo::grouped_reducescatter_async({"group/rs1", "group/rs2"}, {kolo::view(rows), kolo::view(a)},
+                                              kolo::ReducescatterOptions{kolo::ReduceOp::Sum});
+  for (std::size_t k = 0; k < handles.size(); ++k) {
+    const kolo::Status s = peer.wait(handles[k]);
+    PEER_CHECK(peer, s.ok(), "grouped reducescatter member " << k << ": " << describe(s));
+  }
+  const kolo::TensorView mine = handles[0].output();
+  PEER_CHECK(peer, mine.num_elements() == 1 &&
+                       static_cast<const double*>(mine.data)[0] == double(size) * (size + 1) / 2,
+             "grouped reducescatter: this rank's row");
+}
+
 // Unnamed operations get names per type and set in submission order, so ranks that submit
 // them in the same order match, here with different values per call; a mismatch then
 // names the automatic name.

@@ -19,6 +19,7 @@ kolo::Config unusual() {
   c.hierarchical_allreduce = true;
   c.hierarchical_allgather = true;
   c.test_host_gpu = true;
+  c.dynamic_process_sets = true;
   return c;
 }
 
@@ -37,6 +38,7 @@ TEST_CASE("settings record: named, versioned, one KEY=value line per shared sett
   CHECK_THAT(record, Contains("\nKOLO_CACHE_CAPACITY=7\n"));
   CHECK_THAT(record, Contains("\nKOLO_ALLREDUCE_CHUNK_BYTES=65536\n"));
   CHECK_THAT(record, Contains("\nKOLO_AUTOTUNE=1\n"));
+  CHECK_THAT(record, Contains("\nKOLO_DYNAMIC_PROCESS_SETS=1\n"));
 }
 
 TEST_CASE("settings record: read back, it sets the shared settings and nothing else", "[settings]") {
@@ -48,6 +50,7 @@ TEST_CASE("settings record: read back, it sets the shared settings and nothing e
   CHECK(read.fusion_threshold_bytes == want.fusion_threshold_bytes);
   CHECK(read.cache_capacity == want.cache_capacity);
   CHECK(read.allreduce_chunk_bytes == want.allreduce_chunk_bytes);
+  CHECK(read.dynamic_process_sets);
   CHECK(read.autotune);
   CHECK(read.gpu_operations == kolo::GpuOperationsSetting::Mpi);
   CHECK(read.hierarchical_allreduce);
