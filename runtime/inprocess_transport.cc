@@ -86,6 +86,23 @@ struct InProcessWorld::State {
   int64_t questions = 0;
   std::vector<int64_t> answered;
   std::optional<int> ended_by;  // the rank whose end_job() ended the world
+  // The worlds subset() made from this one, with their ranks as ranks of this one: a rank
+  // that stops taking part here stops in them too, as a hung process would.
+  std::vector<std::pair<std::weak_ptr<State>, std::vector<int>>> subsets;
+
+  void stop(int rank) {
+    std::vector<std::pair<std::shared_ptr<State>, int>> nested;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopped.at(static_cast<std::size_t>(rank)) = true;
+      for (const auto& [weak, ranks] : subsets) {
+        const auto at = std::find(ranks.begin(), ranks.end(), rank);
+        if (auto world = weak.lock(); world && at != ranks.end()) nested.push_back({world, int(at - ranks.begin())});
+      }
+    }
+    cv.notify_all();
+    for (auto& [world, r] : nested) world->stop(r);
+  }
 
  private:
   [[noreturn]] void fail(const Error& error) {
@@ -346,6 +363,7 @@ class InProcessTransport final : public Transport {
     auto round = endpoint_->meet(InProcessCall::Subset, list(ranks), std::string(), [&](Round& r) {
       r.made = std::make_shared<State>(static_cast<int>(ranks.size()), world->clock,
                                        InProcessOptions{world->options.timeout, 0});
+      world->subsets.push_back({r.made, std::vector<int>(ranks.begin(), ranks.end())});  // under the world's lock
     });
     const auto at = std::find(ranks.begin(), ranks.end(), endpoint_->rank);
     if (at == ranks.end()) return nullptr;
@@ -412,13 +430,7 @@ std::unique_ptr<Transport> InProcessWorld::transport(int rank) {
   return std::make_unique<InProcessTransport>(state_, rank);
 }
 
-void InProcessWorld::stop_taking_part(int rank) {
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->stopped.at(static_cast<std::size_t>(rank)) = true;
-  }
-  state_->cv.notify_all();
-}
+void InProcessWorld::stop_taking_part(int rank) { state_->stop(rank); }
 
 std::optional<int> InProcessWorld::ended_by() const {
   std::lock_guard<std::mutex> lock(state_->mutex);

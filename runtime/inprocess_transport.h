@@ -58,8 +58,9 @@ class InProcessWorld {
   int size() const;
   // Rank `rank`'s transport; it keeps the world's state alive.
   std::unique_ptr<Transport> transport(int rank);
-  // From now on `rank` takes part in nothing, as a hung process would: its calls wait until
-  // the other ranks give up (the timeout), then fail as theirs do.
+  // From now on `rank` takes part in nothing, as a hung process would, here and in the
+  // subsets made from this world: its calls wait until the other ranks give up (the
+  // timeout), then fail as theirs do.
   void stop_taking_part(int rank);
   // The rank whose watchdog ended the job (Transport::end_job), if one has.
   std::optional<int> ended_by() const;

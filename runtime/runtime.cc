@@ -137,7 +137,7 @@ void Runtime::loop() {
     // ranks inside it; freeing them, or the device buffers, may then block or fail on a
     // broken CUDA context. Leaving them alive costs only memory until the process ends.
     communication_failed_ = e.code() == StatusCode::CommFailure || e.code() == StatusCode::DeviceError;
-    KOLO_LOG(Error) << e.what();
+    KOLO_LOG(Error) << exit_status.message();
   } catch (const std::exception& e) {
     // Not a kolo::Error: nothing is known about what was under way.
     exit_status = Status(StatusCode::Internal, std::string("kolo: internal error: ") + e.what() + where_);

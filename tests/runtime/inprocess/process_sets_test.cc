@@ -132,3 +132,27 @@ TEST_CASE("static process set lists are checked: each entry named by its place",
   CHECK_THROWS_WITH(kolo::checked_process_sets({{1, 1}}, 4), Contains("names a rank twice"));
   CHECK_THROWS_WITH(kolo::checked_process_sets({{}}, 4), Contains("has no ranks"));
 }
+
+TEST_CASE("in-process: a rank of a process set that hangs fails the set's operations naming the set",
+          "[inprocess][process_sets]") {
+  JobOptions options;
+  options.size = 3;
+  options.config = kolo_inprocess::scenario_config();
+  options.config.control_timeout_seconds = 5;
+  options.process_sets = {{1, 2}};
+  Job job(options);
+  CHECK(job.run([](kolo_scenarios::Peer& peer) {
+    if (peer.rank() == 0) return;
+    if (peer.rank() == 2) {
+      peer.stop_taking_part();
+      return;
+    }
+    std::vector<float> v(3, 1.0f);
+    kolo::AllreduceOptions in_set{kolo::ReduceOp::Sum};
+    in_set.process_set = kolo::ProcessSet(1);
+    const kolo::Status s = peer.wait(kolo::allreduce_async("hung", kolo::view(v), in_set), std::chrono::seconds(40));
+    PEER_CHECK(peer, s.code() == kolo::StatusCode::CommFailure && contains(s.message(), "in process set 1 (ranks 1, 2)") &&
+                         contains(s.message(), "'hung'"),
+               describe(s));
+  }) > 0);
+}
