@@ -123,6 +123,21 @@ std::string check_same_layout(const std::string& name, const TensorView& input, 
   return "";
 }
 
+// Adasum (docs/adasum.md): float16/32/64 CPU tensors, a power-of-two number of ranks.
+Status check_adasum(const std::string& name, const TensorView& input, const AllreduceOptions& options) {
+  const std::string what = "kolo: allreduce of '" + name + "': Adasum";
+  if (input.dtype != DType::Float16 && input.dtype != DType::Float32 && input.dtype != DType::Float64)
+    return invalid(what + " needs float16, float32 or float64, not " + dtype_name(input.dtype));
+  if (const int n = runtime()->transport().size(); (n & (n - 1)) != 0)
+    return invalid(what + " needs a power-of-two number of ranks, and this job has " + std::to_string(n));
+  if (!input.device.is_cpu())
+    return Status(StatusCode::Unsupported, what + " runs on CPU tensors only in this version; this one is on cuda:" +
+                                               std::to_string(input.device.index));
+  if (options.compression == Compression::BF16)
+    return invalid(what + " with bf16 compression is not supported (fp16 compression is)");
+  return Status::OK();
+}
+
 // OK if the allreduce arguments are usable, else why not.
 Status check_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
@@ -139,6 +154,7 @@ Status check_allreduce(const std::string& name, const TensorView& input, const T
       (options.op == ReduceOp::Average || options.prescale != 1.0 || options.postscale != 1.0))
     return invalid("kolo: allreduce of '" + name + "': average and pre/postscale need a floating-point dtype, not " +
                    dtype_name(input.dtype) + " (use sum and divide)");
+  if (options.op == ReduceOp::Adasum) return check_adasum(name, input, options);
   return Status::OK();
 }
 
@@ -398,6 +414,9 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, Red
   if (op == ReduceOp::Average && !is_floating_point(input.dtype))
     return failed(StatusCode::InvalidArgument, "kolo: reducescatter of '" + name + "': average needs a floating-point dtype, not " +
                                                    dtype_name(input.dtype));
+  if (op == ReduceOp::Adasum)
+    return failed(StatusCode::InvalidArgument,
+                  "kolo: reducescatter of '" + name + "': reducescatter does not support Adasum (as in Horovod)");
   EntryPtr e = make_entry(name, OpType::Reducescatter, input, nullptr);
   e->request.op = op;
   return submit(std::move(e));
