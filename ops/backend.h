@@ -13,6 +13,7 @@
 // records an event for the host (device.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -30,7 +31,7 @@ class Backend {
   virtual bool supports(const Device& device) const = 0;
 
   // Element-wise reduction across ranks. `op` is Sum, Min, Max or Product; the runtime
-  // turns Average into Sum plus scaling. `input == output` is in place.
+  // turns Average into Sum plus scaling, and runs Adasum itself (ops/adasum.h) over sendrecv. `input == output` is in place.
   virtual void allreduce(const void* input, void* output, int64_t count, DType dtype,
                          ReduceOp op) = 0;
   // Rank r contributes counts[r] elements; output holds them all, rank by rank. `input`
@@ -45,6 +46,13 @@ class Backend {
   virtual void reducescatter(const void* input, void* output, std::span<const int64_t> counts,
                              DType dtype, ReduceOp op) = 0;
   virtual void barrier() = 0;
+  // Point to point: sends `send_bytes` to rank `peer` and receives `recv_bytes` from it,
+  // for algorithms built from pairwise exchanges (Adasum, ops/adasum.h). The peer makes
+  // the matching call (its send_bytes are this call's recv_bytes). Every rank of the
+  // backend makes such a call at the same point, in pairs (the in-process backend meets
+  // them all at once). Buffers must not overlap. By default Unsupported.
+  virtual void sendrecv(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes,
+                        int peer);
 
   // Size of the pieces a large allreduce is pipelined in, where the backend pipelines
   // (the autotuner changes it between cycles, on every rank at once).

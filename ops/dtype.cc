@@ -41,6 +41,7 @@ const char* op_name(ReduceOp op) {
     case ReduceOp::Min: return "min";
     case ReduceOp::Max: return "max";
     case ReduceOp::Product: return "product";
+    case ReduceOp::Adasum: return "adasum";
   }
   return "unknown";
 }
@@ -165,6 +166,8 @@ void scale_16bit(uint16_t* dst, const uint16_t* src, int64_t count, float factor
 }  // namespace
 
 void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op) {
+  if (op == ReduceOp::Adasum)  // not element-wise: ops/adasum.h
+    throw Error(StatusCode::Internal, "kolo: reduce_into cannot run Adasum, which is not element-wise");
   switch (dtype) {
     case DType::Float32: return reduce_typed<float>(inout, in, count, op);
     case DType::Float64: return reduce_typed<double>(inout, in, count, op);

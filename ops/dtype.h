@@ -15,7 +15,7 @@ float bfloat16_to_float(uint16_t b);
 uint16_t float_to_bfloat16(float f);  // round to nearest even; NaN stays NaN
 
 // inout[i] = inout[i] (op) in[i]. op is Sum, Min, Max or Product (Average is a Sum
-// followed by scale()).
+// followed by scale(); Adasum is not element-wise and throws Internal: ops/adasum.h).
 void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op);
 
 // data[i] *= factor, computed in double for float64 and in float otherwise. Floating

@@ -140,6 +140,9 @@ class HierarchicalBackend final : public Backend {
     p_.flat->reducescatter(input, output, counts, dtype, op);
   }
   void barrier() override { p_.flat->barrier(); }
+  void sendrecv(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes, int peer) override {
+    p_.flat->sendrecv(send, send_bytes, recv, recv_bytes, peer);
+  }
 
   void set_allreduce_chunk_bytes(int64_t bytes) override {
     for (Backend* b : {p_.local.get(), p_.cross.get(), p_.flat.get()}) b->set_allreduce_chunk_bytes(bytes);

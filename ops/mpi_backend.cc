@@ -54,6 +54,8 @@ MPI_Datatype mpi_type(DType dtype) {
 }
 
 MPI_Op mpi_op(ReduceOp op, DType dtype) {
+  KOLO_CHECK(op != ReduceOp::Adasum, StatusCode::Internal,
+             "kolo: Adasum reached an MPI reduction; the executor runs it over sendrecv (ops/adasum.h)");
   if (dtype == DType::Float16 || dtype == DType::BFloat16) return g_16bit_ops[int(op)];
   switch (op) {
     case ReduceOp::Min: return MPI_MIN;
@@ -171,12 +173,31 @@ class MpiBackend final : public Backend {
     moved();
   }
 
+  // In pieces, like the allreduce, so that the watchdog sees a long exchange move. Both
+  // sides cut the same way (the piece size is the same on every rank), so that piece k of
+  // one side's send meets piece k of the other's receive, an empty one after the end.
+  void sendrecv(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes, int peer) override {
+    const std::size_t piece = static_cast<std::size_t>(std::max<int64_t>(1, chunk_bytes_));
+    for (std::size_t at = 0; at < send_bytes || at < recv_bytes; at += piece) {
+      const std::size_t out = at < send_bytes ? std::min(piece, send_bytes - at) : 0;
+      const std::size_t in = at < recv_bytes ? std::min(piece, recv_bytes - at) : 0;
+      const int rc = MPI_Sendrecv(static_cast<const char*>(send) + (out ? at : 0), as_int(int64_t(out), "sendrecv"),
+                                  MPI_BYTE, peer, kSendrecvTag, static_cast<char*>(recv) + (in ? at : 0),
+                                  as_int(int64_t(in), "sendrecv"), MPI_BYTE, peer, kSendrecvTag, comm_,
+                                  MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) check_mpi(rc, ("MPI_Sendrecv with rank " + std::to_string(peer)).c_str());
+      moved();
+    }
+  }
+
   void set_allreduce_chunk_bytes(int64_t bytes) override { chunk_bytes_ = bytes; }
 
  private:
   void moved() {
     if (progress_ != nullptr) progress_->fetch_add(1, std::memory_order_relaxed);
   }
+
+  static constexpr int kSendrecvTag = 0x6b6f;  // kolo's only point-to-point messages on comm_
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;

@@ -98,6 +98,13 @@ class StagedBackend final : public Backend {
 
   void barrier() override { host_->barrier(); }
 
+  void sendrecv(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes, int peer) override {
+    std::byte* host = copier_->host_buffer(send_bytes + recv_bytes);
+    stage_in(host, send, send_bytes);
+    host_->sendrecv(host, send_bytes, host + send_bytes, recv_bytes, peer);
+    copier_->to_device(recv, host + send_bytes, recv_bytes);
+  }
+
   void set_allreduce_chunk_bytes(int64_t bytes) override { host_->set_allreduce_chunk_bytes(bytes); }
 
  private:

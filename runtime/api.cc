@@ -174,6 +174,23 @@ Status check_scaling(const char* what, const std::string& name, DType dtype, Red
   return Status::OK();
 }
 
+// Adasum (docs/adasum.md): float16/32/64 CPU tensors, a power-of-two number of ranks (of
+// the process set).
+Status check_adasum(Runtime& rt, const std::string& name, const TensorView& input, const AllreduceOptions& options) {
+  const std::string what = "kolo: allreduce of '" + name + "': Adasum";
+  if (input.dtype != DType::Float16 && input.dtype != DType::Float32 && input.dtype != DType::Float64)
+    return invalid(what + " needs float16, float32 or float64, not " + dtype_name(input.dtype));
+  if (const int n = rt.transport().size(); (n & (n - 1)) != 0)
+    return invalid(what + " needs a power-of-two number of ranks, and this " +
+                   (options.process_set.id() == 0 ? std::string("job") : "process set") + " has " + std::to_string(n));
+  if (!input.device.is_cpu())
+    return Status(StatusCode::Unsupported, what + " runs on CPU tensors only in this version; this one is on cuda:" +
+                                               std::to_string(input.device.index));
+  if (options.compression == Compression::BF16)
+    return invalid(what + " with bf16 compression is not supported (fp16 compression is)");
+  return Status::OK();
+}
+
 // OK if the allreduce arguments are usable, else why not.
 Status check_allreduce(Runtime& rt, const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
@@ -185,6 +202,7 @@ Status check_allreduce(Runtime& rt, const std::string& name, const TensorView& i
   if (options.compression != Compression::None && !is_floating_point(input.dtype))
     return invalid("kolo: allreduce of '" + name + "': " + compression_name(options.compression) +
                    " compression needs a floating-point dtype, not " + dtype_name(input.dtype));
+  if (options.op == ReduceOp::Adasum) return check_adasum(rt, name, input, options);
   return check_scaling("allreduce", name, input.dtype, options.op, options.prescale, options.postscale);
 }
 
@@ -209,6 +227,8 @@ Status check_reducescatter(Runtime& rt, const std::string& name, const TensorVie
                            const ReducescatterOptions& options) {
   if (Status s = check_view(rt, name, input, "input"); !s.ok()) return s;
   if (input.shape.empty()) return invalid("kolo: reducescatter of '" + name + "' needs at least one dimension");
+  if (options.op == ReduceOp::Adasum)
+    return invalid("kolo: reducescatter of '" + name + "': reducescatter does not support Adasum (as in Horovod)");
   return check_scaling("reducescatter", name, input.dtype, options.op, options.prescale, options.postscale);
 }
 

@@ -27,6 +27,9 @@ static_assert(c_status(StatusCode::IoError) == KOLO_IO_ERROR);
 static_assert(c_status(StatusCode::DeviceError) == KOLO_DEVICE_ERROR);
 static_assert(c_status(StatusCode::Internal) == KOLO_INTERNAL);
 static_assert(c_status(StatusCode::Unsupported) == KOLO_UNSUPPORTED);
+// A kolo_op is its ReduceOp.
+static_assert(static_cast<int>(kolo::ReduceOp::Product) == KOLO_PRODUCT);
+static_assert(static_cast<int>(kolo::ReduceOp::Adasum) == KOLO_ADASUM);
 
 thread_local std::string t_last_error;
 std::mutex g_handles_mutex;
@@ -89,7 +92,7 @@ kolo::TensorView make_view(const void* data, const kolo_dtype& c_dtype, int ndim
 
 kolo::ReduceOp make_op(const kolo_op& c_op) {
   const int op = c_enum_value(c_op);
-  KOLO_CHECK(op >= KOLO_SUM && op <= KOLO_PRODUCT, StatusCode::InvalidArgument,
+  KOLO_CHECK(op >= KOLO_SUM && op <= KOLO_ADASUM, StatusCode::InvalidArgument,
              "kolo: unknown reduction op " + std::to_string(op));
   return static_cast<kolo::ReduceOp>(op);
 }

@@ -5,6 +5,8 @@
 #include <numeric>
 
 #include "gpu_state.h"
+#include "kolo/check.h"
+#include "ops/adasum.h"
 
 namespace kolo {
 namespace {
@@ -118,6 +120,7 @@ int Executor::set_rank_of(int global_rank) const {
 }
 
 void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
+  if (r.op == ReduceOp::Adasum) return allreduce_adasum(r, entries, path);
   // A compressed tensor needs a buffer of its 16-bit form even on its own.
   if (r.names.size() == 1 && wire_dtype(r.dtype, r.compression) == r.dtype) {
     allreduce_one(r, entries[0], path);
@@ -188,6 +191,47 @@ void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*
   }
   path.ops.convert(pieces_, wire, r.dtype, final_scale(r));
   mark("MEMCPY_OUT", entries, r);
+}
+
+// Adasum needs each tensor's place in one buffer (its dot products are per tensor), so even
+// a tensor on its own goes through the fusion buffer: packed with the prescale (cast to
+// the wire's float16 when compressed), combined by ops/adasum on the host, unpacked with
+// the postscale. No 1/size: Adasum's result is already on the scale of one gradient. A
+// joined rank packs zeros, whose coefficient leaves its partner's vector as it is.
+void Executor::allreduce_adasum(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
+  KOLO_CHECK(r.device.is_cpu(), StatusCode::Internal, "kolo: Adasum of a GPU tensor reached the executor");
+  const Clock::time_point start = timeline_.enabled() ? clock_.now() : Clock::time_point();
+  const DType wire = wire_dtype(r.dtype, r.compression);
+  const std::size_t element = dtype_size(wire);
+  const int64_t total = std::accumulate(r.element_counts.begin(), r.element_counts.end(), int64_t{0});
+  std::byte* buffer = static_cast<std::byte*>(
+      fusion_buffers_[static_cast<std::size_t>(r.device.kind)].get(path.ops, static_cast<std::size_t>(total) * element));
+
+  pieces_.clear();
+  std::byte* at = buffer;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    pieces_.push_back({at, entries[i] != nullptr ? entries[i]->input : nullptr, r.element_counts[i]});
+    at += static_cast<std::size_t>(r.element_counts[i]) * element;
+  }
+  path.ops.convert(pieces_, r.dtype, wire, r.prescale);
+  mark("MEMCPY_IN", entries, r);
+
+  ops::adasum_allreduce(buffer, r.element_counts, wire, rank_, size_, path.backend, adasum_scratch_);
+  mark("ADASUM", entries, r);
+
+  pieces_.clear();
+  at = buffer;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i] != nullptr) pieces_.push_back({entries[i]->output, at, r.element_counts[i]});
+    at += static_cast<std::size_t>(r.element_counts[i]) * element;
+  }
+  path.ops.convert(pieces_, wire, r.dtype, r.postscale);
+  mark("MEMCPY_OUT", entries, r);
+  if (r.names.size() > 1) {  // a fused group, as allreduce() counts them
+    fused_bytes_total_ += total * int64_t(dtype_size(r.dtype));
+    if (timeline_.enabled()) timeline_.fused_group(role_.set_id, next_group_id_, r.names, total * int64_t(dtype_size(r.dtype)), start, clock_.now());
+    ++next_group_id_;
+  }
 }
 
 void Executor::allgather(const Response& r, TensorEntry& entry, Path& path) {

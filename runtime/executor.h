@@ -52,6 +52,7 @@ class Executor {
   void allreduce(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
   void allreduce_one(const Response& r, TensorEntry* entry, Path& path);
   void allreduce_fused(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
+  void allreduce_adasum(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
   void allgather(const Response& r, TensorEntry& entry, Path& path);
   void alltoall(const Response& r, TensorEntry& entry, Path& path);
   void reducescatter(const Response& r, TensorEntry& entry, Path& path);
@@ -69,6 +70,7 @@ class Executor {
   ExecutorRole role_;
   std::array<ops::GrowingBuffer, 2> fusion_buffers_;  // by Device::Kind
   std::vector<ops::CopyPiece> pieces_;
+  std::vector<std::byte> adasum_scratch_;  // ops::adasum_allreduce's working memory
   int64_t fused_bytes_total_ = 0;
   int64_t next_group_id_ = 0;
   Clock::time_point phase_start_;

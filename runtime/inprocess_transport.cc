@@ -33,6 +33,7 @@ const char* during(InProcessCall call) {
     case InProcessCall::Alltoall: return "an alltoall";
     case InProcessCall::Reducescatter: return "a reducescatter";
     case InProcessCall::Barrier: return "a barrier";
+    case InProcessCall::Sendrecv: return "a pairwise exchange";
     case InProcessCall::Subset: return "the making of a process set";
   }
   return "a collective";
@@ -287,6 +288,24 @@ class InProcessBackend final : public ops::Backend {
   }
 
   void barrier() override { e_->meet(InProcessCall::Barrier, "every rank", std::string()); }
+
+  // A meeting of every rank, each reading its peer's part: Adasum's exchanges are made by
+  // all ranks at once, in pairs.
+  void sendrecv(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes, int peer) override {
+    KOLO_CHECK(peer >= 0 && peer < e_->size() && peer != e_->rank, StatusCode::Internal,
+               "kolo: in-process sendrecv of rank " + std::to_string(e_->rank) + " with rank " +
+                   std::to_string(peer) + " of " + std::to_string(e_->size()));
+    // A rank's part: the rank it sends to, then its data.
+    auto round = e_->meet(InProcessCall::Sendrecv, "pairs", bytes_of(&peer, sizeof peer) + bytes_of(send, send_bytes));
+    const std::string& theirs = round->parts[static_cast<std::size_t>(peer)];
+    int their_peer = -1;
+    std::memcpy(&their_peer, theirs.data(), sizeof their_peer);
+    KOLO_CHECK(their_peer == e_->rank && theirs.size() - sizeof their_peer == recv_bytes, StatusCode::Internal,
+               "kolo: in-process sendrecv: rank " + std::to_string(peer) + " sent " +
+                   std::to_string(theirs.size() - sizeof their_peer) + " bytes to rank " + std::to_string(their_peer) +
+                   ", but rank " + std::to_string(e_->rank) + " expects " + std::to_string(recv_bytes) + " from it");
+    if (recv_bytes > 0) std::memcpy(recv, theirs.data() + sizeof their_peer, recv_bytes);
+  }
 
  private:
   // The executor passes a count per rank (as the hierarchical backend's check).

@@ -47,6 +47,7 @@ enum class InProcessCall : int {
   Alltoall,
   Reducescatter,
   Barrier,
+  Sendrecv,  // every rank at once, in pairs (Adasum's exchanges)
   Subset,
 };
 

@@ -20,7 +20,7 @@ struct Unimplemented {
   std::string_view why;
 };
 constexpr Unimplemented kSettings[] = {
-    {"ADASUM_MPI_CHUNK_SIZE", "kolo has no Adasum reduction"},
+    {"ADASUM_MPI_CHUNK_SIZE", "kolo's Adasum exchanges its halves in pieces of KOLO_ALLREDUCE_CHUNK_BYTES"},
     {"AUTOTUNE_BAYES_OPT_MAX_SAMPLES", kGridSearch},
     {"AUTOTUNE_GAUSSIAN_PROCESS_NOISE", kGridSearch},
     {"AUTOTUNE_STEPS_PER_SAMPLE", kGridSearch},

@@ -32,11 +32,13 @@ namespace kolo {
 // ---- Element types and reductions ---------------------------------------------------
 
 enum class DType : int { Float32, Float64, Float16, BFloat16, Int8, UInt8, Int32, Int64 };
-enum class ReduceOp : int { Sum, Average, Min, Max, Product };
+// Adasum: the adaptive summation of Maleki et al. (Horovod's op=hvd.Adasum), for
+// float16/32/64 CPU tensors on a power-of-two number of ranks (docs/adasum.md).
+enum class ReduceOp : int { Sum, Average, Min, Max, Product, Adasum };
 
 std::size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);   // "float32", "bfloat16", ...
-const char* op_name(ReduceOp op);      // "sum", "average", ...
+const char* op_name(ReduceOp op);      // "sum", "average", ..., "adasum"
 bool is_floating_point(DType dtype);
 
 // Where a tensor's memory lives. CUDA tensors need a build with CUDA (see build_info());

@@ -19,7 +19,7 @@ extern "C" {
 
 typedef enum { KOLO_FLOAT32, KOLO_FLOAT64, KOLO_FLOAT16, KOLO_BFLOAT16,
                KOLO_INT8, KOLO_UINT8, KOLO_INT32, KOLO_INT64 } kolo_dtype;
-typedef enum { KOLO_SUM, KOLO_AVERAGE, KOLO_MIN, KOLO_MAX, KOLO_PRODUCT } kolo_op;
+typedef enum { KOLO_SUM, KOLO_AVERAGE, KOLO_MIN, KOLO_MAX, KOLO_PRODUCT, KOLO_ADASUM } kolo_op;
 typedef int64_t kolo_handle; /* > 0 valid; < 0 the call failed at once: a kolo_status */
 
 /* What failed: kolo::StatusCode, negated (docs/c-api.md#status-codes). */

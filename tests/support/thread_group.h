@@ -1,7 +1,8 @@
 // Ranks as threads of one process. A ThreadGroup is a communicator of `size` members that
 // hand each other pointers through shared memory, so that an algorithm built from Backends
 // (the hierarchical collectives) runs on real data, several ranks at once, in a unit test.
-// It moves data only: allgatherv, broadcast and barrier; the other collectives throw.
+// It moves data only: allgatherv, broadcast, barrier and sendrecv (every member at once,
+// in pairs, as Adasum exchanges); the other collectives throw.
 // Members must call the same collectives in the same order, as over MPI; a member whose
 // counts or root differ from member 0's is recorded in mismatches() (a real transport
 // would fail or hang).
@@ -39,15 +40,18 @@ class ThreadGroup {
   class Member;
 
   // Every member posts its buffer and counts, then reads the others' after the barrier.
+  // `what` names the counts that must agree with member 0's (nullptr: none need to).
   void post(int rank, const void* buffer, std::vector<int64_t> counts, const char* what) {
     ++calls_;
     buffers_[static_cast<std::size_t>(rank)] = buffer;
     counts_[static_cast<std::size_t>(rank)] = std::move(counts);
     sync_.arrive_and_wait();
-    if (counts_[static_cast<std::size_t>(rank)] != counts_[0]) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      mismatches_.push_back(std::string(what) + ": member " + std::to_string(rank) + " disagrees with member 0");
-    }
+    if (what != nullptr && counts_[static_cast<std::size_t>(rank)] != counts_[0])
+      mismatch(std::string(what) + ": member " + std::to_string(rank) + " disagrees with member 0");
+  }
+  void mismatch(std::string what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mismatches_.push_back(std::move(what));
   }
   // Nobody reuses its buffer before every member has read it.
   void done() { sync_.arrive_and_wait(); }
@@ -88,6 +92,18 @@ class ThreadGroup::Member final : public ops::Backend {
   }
   void barrier() override {
     g_.post(rank_, nullptr, {}, "barrier");
+    g_.done();
+  }
+  // Each member posts what it sends and to whom; the peer must send this member as many
+  // bytes as it expects.
+  void sendrecv(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes, int peer) override {
+    g_.post(rank_, send, {static_cast<int64_t>(send_bytes), peer}, nullptr);
+    const std::vector<int64_t> expected = {static_cast<int64_t>(recv_bytes), rank_};
+    if (peer < 0 || peer >= g_.size() || g_.counts_[static_cast<std::size_t>(peer)] != expected)
+      g_.mismatch("sendrecv: member " + std::to_string(rank_) + " and member " + std::to_string(peer) +
+                  " do not send each other what the other expects");
+    else if (recv_bytes > 0)
+      std::memcpy(recv, g_.buffers_[static_cast<std::size_t>(peer)], recv_bytes);
     g_.done();
   }
   void allreduce(const void*, void*, int64_t, DType, ReduceOp) override { unsupported("allreduce"); }

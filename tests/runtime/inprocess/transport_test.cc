@@ -8,8 +8,10 @@
 #include <numeric>
 #include <thread>
 
+#include "ops/adasum.h"
 #include "runtime/inprocess_transport.h"
 #include "runtime/settings_record.h"
+#include "support/adasum_reference.h"
 #include "support/status.h"
 #include "support/values.h"
 
@@ -107,6 +109,38 @@ TEST_CASE("in-process transport: allreduce of every dtype and op equals the redu
   });
   for (int r = 0; r < size; ++r) CHECK(results[r] == "");
   CHECK(world.completed(0, kolo::InProcessCall::Allreduce) == 8 * 4 * 2);
+}
+
+TEST_CASE("in-process transport: sendrecv in pairs, and Adasum over it equals the pairwise tree",
+          "[inprocess][transport][adasum]") {
+  const int size = GENERATE(2, 4, 8);
+  INFO(size << " ranks");
+  kolo::ManualClock clock;
+  kolo::InProcessWorld world(size, clock);
+  const std::vector<int64_t> counts = {3, 1, 40};
+  const auto vectors = kolo_test::adasum_vectors(DType::Float32, size, counts, {1.0L, 1e-30L});
+  const kolo_test::AdasumTensors want = kolo_test::adasum_tree(vectors, DType::Float32);
+  const auto results = on_every_backend(world, [&](int r, kolo::ops::Backend& b) {
+    // Rank r sends r + 1 bytes to r ^ 1 and receives (r ^ 1) + 1 from it.
+    const int peer = r ^ 1;
+    std::vector<char> out(static_cast<std::size_t>(r + 1), char('a' + r)), in(static_cast<std::size_t>(peer + 1));
+    b.sendrecv(out.data(), out.size(), in.data(), in.size(), peer);
+    if (in != std::vector<char>(in.size(), char('a' + peer))) return std::string("sendrecv: wrong bytes");
+    std::vector<float> data;
+    for (const auto& tensor : vectors[static_cast<std::size_t>(r)])
+      for (long double x : tensor) data.push_back(static_cast<float>(x));
+    std::vector<std::byte> scratch;
+    kolo::ops::adasum_allreduce(data.data(), counts, DType::Float32, r, size, b, scratch);
+    std::string wrong;
+    for (std::size_t t = 0, at = 0; t < counts.size(); at += static_cast<std::size_t>(counts[t]), ++t) {
+      const std::vector<long double> got(data.begin() + static_cast<std::ptrdiff_t>(at),
+                                         data.begin() + static_cast<std::ptrdiff_t>(at) + counts[t]);
+      if (kolo_test::relative_error(got, want[t]) > kolo_test::adasum_tolerance(DType::Float32))
+        wrong += "tensor " + std::to_string(t) + " differs; ";
+    }
+    return wrong;
+  });
+  for (int r = 0; r < size; ++r) CHECK(results[r] == "");
 }
 
 TEST_CASE("in-process transport: allgatherv, broadcast, alltoallv, reducescatter and barrier",

@@ -15,6 +15,7 @@
 
 #include "scenarios/helpers.h"
 #include "scenarios/peer.h"
+#include "support/adasum_reference.h"
 
 namespace kolo_scenarios {
 
@@ -63,7 +64,7 @@ inline void every_op_on_overlapping_disjoint_and_singleton_sets(Peer& peer) {
   constexpr int64_t n = 6;
   struct Buffers {
     std::vector<float> sum, avg, group_a, group_b, bcast;
-    std::vector<double> gather, gather_b, scatter, scatter_b, a2a;
+    std::vector<double> gather, gather_b, scatter, scatter_b, a2a, adasum;
     std::vector<kolo::Handle> handles;
   };
   std::vector<Buffers> buffers(sets.size());
@@ -124,6 +125,14 @@ inline void every_op_on_overlapping_disjoint_and_singleton_sets(Peer& peer) {
       b.handles.push_back(h);
     for (kolo::Handle& h : kolo::grouped_reducescatter_async({"ps/grs"}, {kolo::view(b.scatter_b)}, rs_sum))
       b.handles.push_back(h);
+    // Adasum on the set's ranks, where they are a power of two.
+    if ((set_size & (set_size - 1)) == 0) {
+      b.adasum.resize(static_cast<std::size_t>(n));
+      for (int64_t i = 0; i < n; ++i) b.adasum[static_cast<std::size_t>(i)] = set_value(me, i * i, id) * (me % 2 ? -1 : 1);
+      kolo::AllreduceOptions adasum{kolo::ReduceOp::Adasum};
+      adasum.process_set = set;
+      b.handles.push_back(kolo::allreduce_async("ps/adasum", kolo::view(b.adasum), adasum));
+    }
   }
   for (std::size_t k = 0; k < sets.size(); ++k) {
     if (!sets[k].included()) continue;
@@ -155,7 +164,7 @@ inline void every_op_on_overlapping_disjoint_and_singleton_sets(Peer& peer) {
     PEER_CHECK(peer, gathered.num_elements() == static_cast<int64_t>(want.size()) &&
                          std::equal(want.begin(), want.end(), got),
                where << "allgather has " << gathered.num_elements() << " elements");
-    const kolo::TensorView gathered_b = b.handles[b.handles.size() - 2].output();
+    const kolo::TensorView gathered_b = b.handles[9].output();  // after 6 plain and 2 grouped allreduce handles
     for (int j = 0; j < set_size; ++j)
       PEER_CHECK(peer, gathered_b.num_elements() == 2 * set_size &&
                            static_cast<const double*>(gathered_b.data)[2 * j] == ranks[j] * 10.0,
@@ -179,7 +188,19 @@ inline void every_op_on_overlapping_disjoint_and_singleton_sets(Peer& peer) {
       PEER_CHECK(peer, close_enough(static_cast<const double*>(part.data)[i], want_i, kolo::DType::Float64, false),
                  where << "reducescatter[" << i << "]");
     }
-    const kolo::TensorView grouped_part = b.handles.back().output();
+    if (!b.adasum.empty()) {  // against the pairwise tree over the set's ranks, in set order
+      std::vector<kolo_test::AdasumTensors> inputs;
+      for (int r : ranks) {
+        std::vector<long double> v;
+        for (int64_t i = 0; i < n; ++i) v.push_back(set_value(r, i * i, id) * (r % 2 ? -1 : 1));
+        inputs.push_back({v});
+      }
+      const std::vector<long double> want = kolo_test::adasum_tree(inputs, kolo::DType::Float64).front();
+      const std::vector<long double> got(b.adasum.begin(), b.adasum.end());
+      PEER_CHECK(peer, kolo_test::relative_error(got, want) <= kolo_test::adasum_tolerance(kolo::DType::Float64),
+                 where << "Adasum off by " << static_cast<double>(kolo_test::relative_error(got, want)));
+    }
+    const kolo::TensorView grouped_part = b.handles[10].output();
     PEER_CHECK(peer, grouped_part.num_elements() == 1 &&
                          static_cast<const double*>(grouped_part.data)[0] == total(set_rank, 0),
                where << "grouped reducescatter");
