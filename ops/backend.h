@@ -30,10 +30,19 @@ class Backend {
   virtual std::string name() const = 0;
   virtual bool supports(const Device& device) const = 0;
 
-  // Element-wise reduction across ranks. `op` is Sum, Min, Max or Product; the runtime
-  // turns Average into Sum plus scaling, and runs Adasum itself (ops/adasum.h) over sendrecv. `input == output` is in place.
+  // Element-wise reduction across ranks, multiplied by `scale` (1.0: not scaled). `op` is
+  // Sum, Min, Max or Product; the runtime turns Average into Sum with a scale of 1/size
+  // (times any postscale), and runs Adasum itself (ops/adasum.h) over sendrecv(). A
+  // backend scales where it touches the result anyway (each piece of a pipelined
+  // allreduce while it is still in cache), never in a separate pass
+  // over the whole buffer where it can avoid one. Floating dtypes only when scale != 1.
+  // Every rank passes the same scale: a backend may scale on one rank a part of the
+  // result that others receive. `input == output` is in place.
+  //
+  // The default argument is on this declaration only (overrides repeat none): every call
+  // goes through Backend, and a call through a derived type without it does not compile.
   virtual void allreduce(const void* input, void* output, int64_t count, DType dtype,
-                         ReduceOp op) = 0;
+                         ReduceOp op, double scale = 1.0) = 0;
   // Rank r contributes counts[r] elements; output holds them all, rank by rank. `input`
   // may already be this rank's place in `output` (in place).
   virtual void allgatherv(const void* input, void* output, std::span<const int64_t> counts,
@@ -42,9 +51,10 @@ class Backend {
   // send_counts[r] elements go to rank r; recv_counts[r] come from rank r.
   virtual void alltoallv(const void* input, std::span<const int64_t> send_counts, void* output,
                          std::span<const int64_t> recv_counts, DType dtype) = 0;
-  // Reduces `input` (sum of counts elements) and leaves part r (counts[r] elements) on rank r.
+  // Reduces `input` (sum of counts elements) and leaves part r (counts[r] elements) on rank
+  // r, multiplied by `scale` as in allreduce. `input` is never written.
   virtual void reducescatter(const void* input, void* output, std::span<const int64_t> counts,
-                             DType dtype, ReduceOp op) = 0;
+                             DType dtype, ReduceOp op, double scale = 1.0) = 0;
   virtual void barrier() = 0;
   // Point to point: sends `send_bytes` to rank `peer` and receives `recv_bytes` from it,
   // for algorithms built from pairwise exchanges (Adasum, ops/adasum.h). The peer makes

@@ -72,8 +72,11 @@ class HierarchicalBackend final : public Backend {
   }
   bool supports(const Device& device) const override { return p_.flat->supports(device); }
 
-  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override {
-    if (!p_.routes.allreduce) return p_.flat->allreduce(input, output, count, dtype, op);
+  // The cross-node step scales this rank's slice (its share of the result, tail included),
+  // so the scaling touches 1/L of the data, once, and the allgather spreads it.
+  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                 double scale) override {
+    if (!p_.routes.allreduce) return p_.flat->allreduce(input, output, count, dtype, op, scale);
     if (count == 0) return;
     const int local_size = p_.placement.local_size;
     const std::size_t element = dtype_size(dtype);
@@ -89,7 +92,7 @@ class HierarchicalBackend final : public Backend {
     if (s.tail > 0)
       p_.local->allreduce(at(input, s.tail_offset(local_size)), slice + s.per_rank * int64_t(element), s.tail,
                           dtype, op);
-    p_.cross->allreduce(slice, slice, mine, dtype, op);
+    p_.cross->allreduce(slice, slice, mine, dtype, op, scale);
     if (s.per_rank > 0) p_.local->allgatherv(slice, output, equal, dtype);
     if (s.tail > 0) {
       const CopyPiece tail{const_cast<std::byte*>(at(output, s.tail_offset(local_size))),
@@ -136,8 +139,8 @@ class HierarchicalBackend final : public Backend {
     p_.flat->alltoallv(input, send_counts, output, recv_counts, dtype);
   }
   void reducescatter(const void* input, void* output, std::span<const int64_t> counts, DType dtype,
-                     ReduceOp op) override {
-    p_.flat->reducescatter(input, output, counts, dtype, op);
+                     ReduceOp op, double scale) override {
+    p_.flat->reducescatter(input, output, counts, dtype, op, scale);
   }
   void barrier() override { p_.flat->barrier(); }
   void sendrecv(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes, int peer) override {

@@ -108,8 +108,10 @@ class MpiBackend final : public Backend {
   std::string name() const override { return "mpi"; }
   bool supports(const Device& device) const override { return device.is_cpu(); }
 
-  void allreduce(const void* input, void* output, int64_t count, DType dtype,
-                 ReduceOp op) override {
+  // Each piece is scaled right after its reduction, while it is still in cache: a
+  // separate pass over a large result would read and write all of it from memory again.
+  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                 double scale) override {
     const std::size_t element = dtype_size(dtype);
     const int64_t chunk = std::max<int64_t>(1, chunk_bytes_ / static_cast<int64_t>(element));
     for (int64_t offset = 0; offset < count; offset += chunk) {
@@ -119,6 +121,7 @@ class MpiBackend final : public Backend {
                                          : static_cast<const char*>(input) + offset * element;
       check_mpi(MPI_Allreduce(in, out, n, mpi_type(dtype), mpi_op(op, dtype), comm_),
                 "MPI_Allreduce");
+      if (scale != 1.0) ops::scale(out, n, dtype, scale);
       moved();
     }
   }
@@ -159,12 +162,15 @@ class MpiBackend final : public Backend {
     moved();
   }
 
+  // One call (pieces would need strided parts of the input); the scaling then touches
+  // only this rank's part, just written.
   void reducescatter(const void* input, void* output, std::span<const int64_t> counts,
-                     DType dtype, ReduceOp op) override {
+                     DType dtype, ReduceOp op, double scale) override {
     const std::vector<int> c = as_ints(counts, "reducescatter");
     check_mpi(MPI_Reduce_scatter(input, output, c.data(), mpi_type(dtype), mpi_op(op, dtype),
                                  comm_),
               "MPI_Reduce_scatter");
+    if (scale != 1.0) ops::scale(output, c[rank_], dtype, scale);
     moved();
   }
 

@@ -33,7 +33,9 @@ class StagedBackend final : public Backend {
   std::string name() const override { return host_->name() + " (host-staged)"; }
   bool supports(const Device& device) const override { return !device.is_cpu(); }
 
-  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override {
+  // The host backend scales each piece on the host, before it is copied back.
+  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                 double scale) override {
     const int64_t element = static_cast<int64_t>(dtype_size(dtype));
     std::byte* host = copier_->host_buffer(static_cast<std::size_t>(count * element));
     const int64_t piece = std::max<int64_t>(1, options_.piece_bytes / element);
@@ -48,7 +50,7 @@ class StagedBackend final : public Backend {
       const int64_t offset = static_cast<int64_t>(i) * piece;
       const int64_t n = std::min(piece, count - offset);
       wait_for(*copied_in[i], options_.timeout, "copying a GPU tensor to host memory");
-      host_->allreduce(host + offset * element, host + offset * element, n, dtype, op);
+      host_->allreduce(host + offset * element, host + offset * element, n, dtype, op, scale);
       copier_->to_device(static_cast<std::byte*>(output) + offset * element, host + offset * element,
                          static_cast<std::size_t>(n * element));
     }
@@ -86,13 +88,13 @@ class StagedBackend final : public Backend {
   }
 
   void reducescatter(const void* input, void* output, std::span<const int64_t> counts, DType dtype,
-                     ReduceOp op) override {
+                     ReduceOp op, double scale) override {
     const std::size_t element = dtype_size(dtype);
     const std::size_t in_bytes = static_cast<std::size_t>(sum(counts)) * element;
     const std::size_t out_bytes = static_cast<std::size_t>(counts[static_cast<std::size_t>(options_.rank)]) * element;
     std::byte* host = copier_->host_buffer(in_bytes + out_bytes);
     stage_in(host, input, in_bytes);
-    host_->reducescatter(host, host + in_bytes, counts, dtype, op);
+    host_->reducescatter(host, host + in_bytes, counts, dtype, op, scale);
     copier_->to_device(output, host + in_bytes, out_bytes);
   }
 

@@ -135,7 +135,10 @@ void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& ent
   ++next_group_id_;
 }
 
-// A tensor on its own runs on the caller's memory: no fusion-buffer copies.
+// A tensor on its own runs on the caller's memory: no fusion-buffer copies. The backend
+// scales the result (average, postscale) where it touches it anyway: the MPI backend
+// scales each piece right after its reduction, while it is in cache. The prescale is
+// still a pass of its own before the reduction (in place, or the copy into the output).
 void Executor::allreduce_one(const Response& r, TensorEntry* entry, Path& path) {
   const int64_t count = r.element_counts[0];
   std::shared_ptr<void> zeros;  // a joined rank's contribution
@@ -155,12 +158,10 @@ void Executor::allreduce_one(const Response& r, TensorEntry* entry, Path& path) 
       in = out;
     }
   }
-  path.backend.allreduce(in, out, count, r.dtype, backend_op(r.op));
+  // The same scale on every rank, a joined one too (its result, zeros' sum, is dropped):
+  // the hierarchical backend scales a slice on one rank that the others of its node get.
+  path.backend.allreduce(in, out, count, r.dtype, backend_op(r.op), final_scale(r));
   mark("ALLREDUCE", {entry}, r);
-  if (const double factor = final_scale(r); factor != 1.0 && entry != nullptr) {
-    const ops::CopyPiece piece{out, out, count};
-    path.ops.convert({&piece, 1}, r.dtype, r.dtype, factor);
-  }
 }
 
 void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
@@ -180,7 +181,9 @@ void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*
   path.ops.convert(pieces_, r.dtype, wire, r.prescale);
   mark("MEMCPY_IN", entries, r);
 
-  path.backend.allreduce(buffer, buffer, total, wire, backend_op(r.op));
+  // Scaled on the copy out, which reads every element anyway (in the tensor's own dtype,
+  // after a compressed buffer is cast back).
+  path.backend.allreduce(buffer, buffer, total, wire, backend_op(r.op), 1.0);
   mark("ALLREDUCE", entries, r);
 
   pieces_.clear();
@@ -270,6 +273,10 @@ void Executor::alltoall(const Response& r, TensorEntry& entry, Path& path) {
   mark("ALLTOALL", {&entry}, r);
 }
 
+// The prescale goes into a copy of the input in the fusion buffer (the caller's input is
+// never written; on a GPU, later work on the buffer is ordered after this on kolo's
+// stream); the average's 1/size and the postscale are one factor the backend applies to
+// this rank's part as it is reduced.
 void Executor::reducescatter(const Response& r, TensorEntry& entry, Path& path) {
   const int64_t row = row_elements(entry.request.shape);
   const int64_t rows = entry.request.shape.at(0);
@@ -278,11 +285,16 @@ void Executor::reducescatter(const Response& r, TensorEntry& entry, Path& path) 
   std::vector<int64_t> shape = entry.request.shape.to_vector();
   shape[0] = rows_of_rank(rows, size_, rank_);
   void* out = allocate_output(entry, shape, path);
-  path.backend.reducescatter(entry.input, out, counts, r.dtype, backend_op(r.op));
-  if (r.op == ReduceOp::Average) {
-    const ops::CopyPiece piece{out, out, counts[rank_]};
-    path.ops.convert({&piece, 1}, r.dtype, r.dtype, 1.0 / size_);
+  const void* in = entry.input;
+  if (r.prescale != 1.0) {
+    const int64_t total = rows * row;
+    void* prescaled = fusion_buffers_[static_cast<std::size_t>(r.device.kind)].get(
+        path.ops, static_cast<std::size_t>(total) * dtype_size(r.dtype));
+    const ops::CopyPiece piece{prescaled, in, total};
+    path.ops.convert({&piece, 1}, r.dtype, r.dtype, r.prescale);
+    in = prescaled;
   }
+  path.backend.reducescatter(in, out, counts, r.dtype, backend_op(r.op), final_scale(r));
   mark("REDUCESCATTER", {&entry}, r);
 }
 

@@ -213,7 +213,8 @@ class InProcessBackend final : public ops::Backend {
   std::string name() const override { return "in-process"; }
   bool supports(const Device& device) const override { return device.is_cpu(); }
 
-  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override {
+  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                 double scale) override {
     const std::size_t bytes = byte_count(count, dtype);
     auto round = e_->meet(InProcessCall::Allreduce,
                           std::to_string(count) + " " + dtype_name(dtype) + " (" + op_name(op) + ")",
@@ -222,6 +223,7 @@ class InProcessBackend final : public ops::Backend {
     std::memcpy(output, round->parts[0].data(), bytes);
     for (std::size_t q = 1; q < round->parts.size(); ++q)
       ops::reduce_into(output, round->parts[q].data(), count, dtype, op);
+    if (scale != 1.0) ops::scale(output, count, dtype, scale);
   }
 
   void allgatherv(const void* input, void* output, std::span<const int64_t> counts, DType dtype) override {
@@ -272,7 +274,7 @@ class InProcessBackend final : public ops::Backend {
   }
 
   void reducescatter(const void* input, void* output, std::span<const int64_t> counts, DType dtype,
-                     ReduceOp op) override {
+                     ReduceOp op, double scale) override {
     check_counts(counts, "reducescatter");
     const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
     auto round = e_->meet(InProcessCall::Reducescatter,
@@ -285,6 +287,7 @@ class InProcessBackend final : public ops::Backend {
     std::memcpy(output, round->parts[0].data() + offset, byte_count(mine, dtype));
     for (std::size_t q = 1; q < round->parts.size(); ++q)
       ops::reduce_into(output, round->parts[q].data() + offset, mine, dtype, op);
+    if (scale != 1.0) ops::scale(output, mine, dtype, scale);
   }
 
   void barrier() override { e_->meet(InProcessCall::Barrier, "every rank", std::string()); }

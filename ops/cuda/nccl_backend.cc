@@ -79,10 +79,17 @@ class NcclBackend final : public Backend {
   std::string name() const override { return "nccl"; }
   bool supports(const Device& device) const override { return !device.is_cpu(); }
 
-  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override {
+  // An average (a sum scaled by exactly 1/size) is NCCL's own ncclAvg, which scales inside
+  // the collective. Any other scale runs as one scaling kernel on the result, on the same
+  // stream (memory bandwidth on the device is cheap next to the network).
+  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                 double scale) override {
     check_healthy();
-    check(ncclAllReduce(input, output, static_cast<size_t>(count), nccl_type(dtype), nccl_op(op), comm_, stream_),
+    const bool average = is_average(op, scale, dtype);
+    check(ncclAllReduce(input, output, static_cast<size_t>(count), nccl_type(dtype),
+                        average ? ncclAvg : nccl_op(op), comm_, stream_),
           "ncclAllReduce");
+    if (scale != 1.0 && !average) scale_result(output, count, dtype, scale);
   }
 
   void allgatherv(const void* input, void* output, std::span<const int64_t> counts, DType dtype) override {
@@ -133,12 +140,14 @@ class NcclBackend final : public Backend {
   }
 
   void reducescatter(const void* input, void* output, std::span<const int64_t> counts, DType dtype,
-                     ReduceOp op) override {
+                     ReduceOp op, double scale) override {
     check_healthy();
     if (all_equal(counts)) {
-      check(ncclReduceScatter(input, output, static_cast<size_t>(counts[0]), nccl_type(dtype), nccl_op(op), comm_,
-                              stream_),
+      const bool average = is_average(op, scale, dtype);
+      check(ncclReduceScatter(input, output, static_cast<size_t>(counts[0]), nccl_type(dtype),
+                              average ? ncclAvg : nccl_op(op), comm_, stream_),
             "ncclReduceScatter");
+      if (scale != 1.0 && !average) scale_result(output, counts[0], dtype, scale);
       return;
     }
     // Uneven parts: one reduce per part, rooted at the rank that keeps it.
@@ -152,11 +161,12 @@ class NcclBackend final : public Backend {
               "ncclReduce");
       }
     });
+    if (scale != 1.0) scale_result(output, counts[static_cast<std::size_t>(rank_)], dtype, scale);
   }
 
   void barrier() override {
     if (!barrier_word_) barrier_word_ = ops_.allocate(sizeof(int32_t));
-    allreduce(barrier_word_.get(), barrier_word_.get(), 1, DType::Int32, ReduceOp::Sum);
+    allreduce(barrier_word_.get(), barrier_word_.get(), 1, DType::Int32, ReduceOp::Sum, 1.0);
     wait_for(*ops_.record(), timeout_, "a barrier");
   }
 
@@ -172,6 +182,18 @@ class NcclBackend final : public Backend {
       throw;
     }
     check(ncclGroupEnd(), what);
+  }
+
+  // A sum scaled by exactly 1/size, which ncclAvg computes inside the collective.
+  bool is_average(ReduceOp op, double scale, DType dtype) const {
+    return op == ReduceOp::Sum && scale != 1.0 && scale == 1.0 / size_ && is_floating_point(dtype);
+  }
+
+  // output *= scale, enqueued on the stream after the collective that wrote it.
+  void scale_result(void* output, int64_t count, DType dtype, double scale) {
+    if (count == 0) return;
+    const CopyPiece piece{output, output, count};
+    ops_.convert({&piece, 1}, dtype, dtype, scale);
   }
 
   // An asynchronous failure (a peer died, a network error) shows here first: report it

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,12 +42,16 @@ class RecordingBackend final : public ops::Backend {
   std::string name() const override { return label_; }
   bool supports(const Device&) const override { return true; }
 
-  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override {
-    log_.push_back(label_ + ".allreduce " + std::to_string(count));
+  // A scale other than 1 is logged, and applied after the "sum".
+  void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                 double scale) override {
+    log_.push_back(label_ + ".allreduce " + std::to_string(count) + scale_string(scale));
     if (dtype != DType::Float32) throw Error(StatusCode::InvalidArgument, "RecordingBackend: float32 only");
     const float* in = static_cast<const float*>(input);
     float* out = static_cast<float*>(output);
     for (int64_t i = 0; i < count; ++i) out[i] = in[i] * static_cast<float>(factor_);
+    if (scale != 1.0)
+      for (int64_t i = 0; i < count; ++i) out[i] *= static_cast<float>(scale);
   }
   void allgatherv(const void* input, void* output, std::span<const int64_t> counts, DType dtype) override {
     log_.push_back(label_ + ".allgatherv " + counts_string(counts));
@@ -61,14 +66,21 @@ class RecordingBackend final : public ops::Backend {
     std::memmove(output, input, static_cast<std::size_t>(send[0]) * dtype_size(dtype));
   }
   void reducescatter(const void* input, void* output, std::span<const int64_t> counts, DType dtype,
-                     ReduceOp op) override {
-    log_.push_back(label_ + ".reducescatter " + counts_string(counts));
-    allreduce(input, output, counts[0], dtype, op);
+                     ReduceOp op, double scale) override {
+    log_.push_back(label_ + ".reducescatter " + counts_string(counts) + scale_string(scale));
+    allreduce(input, output, counts[0], dtype, op, scale);
     log_.pop_back();
   }
   void barrier() override { log_.push_back(label_ + ".barrier"); }
   void set_allreduce_chunk_bytes(int64_t bytes) override {
     log_.push_back(label_ + ".chunk " + std::to_string(bytes));
+  }
+
+  static std::string scale_string(double scale) {
+    if (scale == 1.0) return "";
+    std::ostringstream s;
+    s << " x" << scale;
+    return s.str();
   }
 
   static std::string counts_string(std::span<const int64_t> counts) {

@@ -106,11 +106,11 @@ class ThreadGroup::Member final : public ops::Backend {
       std::memcpy(recv, g_.buffers_[static_cast<std::size_t>(peer)], recv_bytes);
     g_.done();
   }
-  void allreduce(const void*, void*, int64_t, DType, ReduceOp) override { unsupported("allreduce"); }
+  void allreduce(const void*, void*, int64_t, DType, ReduceOp, double) override { unsupported("allreduce"); }
   void alltoallv(const void*, std::span<const int64_t>, void*, std::span<const int64_t>, DType) override {
     unsupported("alltoallv");
   }
-  void reducescatter(const void*, void*, std::span<const int64_t>, DType, ReduceOp) override {
+  void reducescatter(const void*, void*, std::span<const int64_t>, DType, ReduceOp, double) override {
     unsupported("reducescatter");
   }
 

@@ -104,6 +104,40 @@ TEST_CASE("hierarchical allreduce of a tensor smaller than the node has only a t
   CHECK(out == std::vector<float>{6, 12, 18});
 }
 
+TEST_CASE("hierarchical allreduce scales once, in the cross-node step, slices and tail alike",
+          "[hierarchical][scaling]") {
+  Hierarchy h(/*local_rank=*/0, /*local_size=*/4);
+  std::vector<float> data(10);
+  std::iota(data.begin(), data.end(), 1.0f);
+  h.backend->allreduce(data.data(), data.data(), 10, kolo::DType::Float32, kolo::ReduceOp::Sum, 0.25);
+  // Only this rank's share of the result is scaled (1/4 of it, here), then spread by the
+  // allgather: the in-node steps carry no scale.
+  const std::vector<std::string> expected = {"local.reducescatter [2,2,2,2]", "local.allreduce 2",
+                                             "cross.allreduce 4 x0.25", "local.allgatherv [2,2,2,2]"};
+  CHECK(h.log == expected);
+  for (int i : {0, 1, 8, 9}) {
+    INFO("element " << i);
+    CHECK(data[i] == 6.0f * float(i + 1) * 0.25f);
+  }
+
+  Hierarchy tail_only(1, 4);
+  std::vector<float> in = {1, 2, 3}, out(3);
+  tail_only.backend->allreduce(in.data(), out.data(), 3, kolo::DType::Float32, kolo::ReduceOp::Max, -0.5);
+  CHECK(tail_only.log == std::vector<std::string>{"local.allreduce 3", "cross.allreduce 3 x-0.5"});
+  CHECK(out == std::vector<float>{-3, -6, -9});
+}
+
+TEST_CASE("the hierarchical backend passes the scale on where the flat backend runs", "[hierarchical][scaling]") {
+  Hierarchy h(0, 2, {.allreduce = false, .allgather = false});
+  std::vector<float> a = {1, 2}, b(2);
+  const std::vector<int64_t> counts = {2};
+  h.backend->allreduce(a.data(), b.data(), 2, kolo::DType::Float32, kolo::ReduceOp::Sum, 0.5);
+  CHECK(b == std::vector<float>{0.5f, 1.0f});  // the flat fake's "sum" is the input itself
+  h.backend->reducescatter(a.data(), b.data(), counts, kolo::DType::Float32, kolo::ReduceOp::Sum, 3.0);
+  CHECK(b == std::vector<float>{3.0f, 6.0f});
+  CHECK(h.log == std::vector<std::string>{"flat.allreduce 2 x0.5", "flat.reducescatter [2] x3"});
+}
+
 TEST_CASE("the hierarchical backend sends every other collective to the flat backend", "[hierarchical]") {
   Hierarchy h(0, 2);
   std::vector<float> a = {1, 2}, b(2);

@@ -50,6 +50,25 @@ TEST_CASE("staged allreduce copies every piece in first, then reduces and copies
   for (int i = 0; i < 10; ++i) CHECK(out[i] == 2.0f * in[i]);  // the fake reduction doubles
 }
 
+TEST_CASE("staged allreduce has the host backend scale every piece before it goes back", "[staged][scaling]") {
+  Staged s(/*piece_bytes=*/16);  // 4 floats: pieces of 4, 4 and 2
+  std::vector<float> in(10), out(10, -1.0f);
+  std::iota(in.begin(), in.end(), 1.0f);
+  s.backend->allreduce(in.data(), out.data(), 10, DType::Float32, kolo::ReduceOp::Sum, 0.25);
+  const std::vector<std::string> expected = {"to_host 16",         "to_host 16",        "to_host 8",
+                                             "mpi.allreduce 4 x0.25", "to_device 16",
+                                             "mpi.allreduce 4 x0.25", "to_device 16",
+                                             "mpi.allreduce 2 x0.25", "to_device 8"};
+  CHECK(s.log == expected);
+  for (int i = 0; i < 10; ++i) CHECK(out[i] == 2.0f * in[i] * 0.25f);
+
+  s.log.clear();
+  const std::vector<int64_t> counts = {3};
+  s.backend->reducescatter(in.data(), out.data(), counts, DType::Float32, kolo::ReduceOp::Sum, 0.5);
+  CHECK(s.log == std::vector<std::string>{"to_host 12", "mpi.reducescatter [3] x0.5", "to_device 12"});
+  CHECK(std::vector<float>(out.begin(), out.begin() + 3) == std::vector<float>{1, 2, 3});
+}
+
 TEST_CASE("staged allreduce in place, and of nothing", "[staged]") {
   Staged s(1 << 20);
   std::vector<float> data = {1, 2, 3};

@@ -87,6 +87,29 @@ TEST_CASE("gpu path: allreduce of device tensors, alone and fused, every option"
   }
 }
 
+TEST_CASE("gpu path: a lone tensor of several pieces is averaged and postscaled exactly once", "[.gpu-path]") {
+  // Three default pieces (256 KiB per rank) and a partial one: the host-staged and MPI
+  // backends scale piece by piece, NCCL with ncclAvg (1/size) or a scaling kernel.
+  const int n = size(), r = rank();
+  const int64_t count = 3 * 65536 * n + 1001;
+  const std::vector<std::pair<kolo::AllreduceOptions, double>> cases = {
+      {{ReduceOp::Average}, 1.0 / n}, {{ReduceOp::Sum, 1.0, 0.375}, 0.375}, {{ReduceOp::Average, 2.0, 3.0}, 6.0 / n}};
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const auto& [options, factor] = cases[c];
+    DeviceVector<float> data(rank_values(count, r));
+    require_ok(kolo::allreduce_async("gpu/pieces/" + std::to_string(c), data.view(), options));
+    const std::vector<float> result = data.read();
+    int64_t wrong = 0, first = -1;
+    for (int64_t i = 0; i < count; ++i)
+      if (result[i] != Approx(sum_over_ranks(i) * factor).epsilon(1e-6).margin(1e-6)) {
+        if (first < 0) first = i;
+        ++wrong;
+      }
+    INFO("case " << c << ": first wrong element " << first << " of " << count);
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("gpu path: every dtype and op matches the CPU path", "[.gpu-path]") {
   for (DType d : all_dtypes())
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max}) {
