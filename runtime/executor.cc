@@ -234,10 +234,19 @@ void Executor::reducescatter(const Response& r, TensorEntry& entry, Path& path) 
   std::vector<int64_t> shape = entry.request.shape.to_vector();
   shape[0] = rows_of_rank(rows, size_, rank_);
   void* out = allocate_output(entry, shape, path);
-  path.backend.reducescatter(entry.input, out, counts, r.dtype, backend_op(r.op));
-  if (r.op == ReduceOp::Average) {
+  // The prescale goes into a copy: the caller's input stays as it is.
+  const void* in = entry.input;
+  std::shared_ptr<void> scaled;
+  if (r.prescale != 1.0) {
+    scaled = path.ops.allocate(static_cast<std::size_t>(rows * row) * dtype_size(r.dtype));
+    const ops::CopyPiece piece{scaled.get(), entry.input, rows * row};
+    path.ops.convert({&piece, 1}, r.dtype, r.dtype, r.prescale);
+    in = scaled.get();
+  }
+  path.backend.reducescatter(in, out, counts, r.dtype, backend_op(r.op));
+  if (const double factor = final_scale(r); factor != 1.0) {  // Average's 1/size and the postscale
     const ops::CopyPiece piece{out, out, counts[rank_]};
-    path.ops.convert({&piece, 1}, r.dtype, r.dtype, 1.0 / size_);
+    path.ops.convert({&piece, 1}, r.dtype, r.dtype, factor);
   }
   mark("REDUCESCATTER", {&entry}, r);
 }
