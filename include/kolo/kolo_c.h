@@ -88,6 +88,107 @@ int kolo_set_cuda_stream(void* cuda_stream);
  * it to finish; does not release the handle (kolo_wait still does). 0 on success. */
 int kolo_wait_on_stream(kolo_handle h, void* cuda_stream);
 
+/* ---- Process sets (docs/process_sets.md) ----
+ * A process set is named by its id: 0 is the global set (every rank). The functions above
+ * run on the global set; each has a `_ps` variant below with one more, last parameter,
+ * `int process_set`. Functions added with process sets take `process_set` directly. A rank
+ * outside the set gets KOLO_INVALID_ARGUMENT at once. Ranks given to an operation (a
+ * broadcast's root) and returned by kolo are ranks of the global set. Names: NULL is
+ * KOLO_INVALID_ARGUMENT, "" gets an automatic name ("allreduce.noname.3"), so unnamed calls
+ * made in the same order on every rank match. Functions that return a count write at most
+ * `capacity` entries and return the full count (call with NULL, 0 to size the array). */
+
+/* kolo_init with static process sets, flattened: set i has set_sizes[i] ranks, listed one
+ * set after another in `ranks`. Ids are 1 ... num_sets in that order. Bad lists are
+ * KOLO_INVALID_ARGUMENT on every rank, kolo not started (kolo::init(lists)). */
+int kolo_init_with_process_sets(const int* ranks, const int* set_sizes, int num_sets);
+/* Need KOLO_DYNAMIC_PROCESS_SETS=1; collective: every rank calls them in the same order.
+ * add: the new set's id (> 0). remove: KOLO_OK; set 0 or an unknown set is an error. */
+int kolo_add_process_set(const int* ranks, int n);
+int kolo_remove_process_set(int process_set);
+/* The ids of every set of the job, ascending (0 first): the count. */
+int kolo_process_set_ids(int* ids, int capacity);
+/* A set's ranks, ascending: the count; KOLO_INVALID_ARGUMENT for an unknown set. */
+int kolo_process_set_ranks(int process_set, int* ranks, int capacity);
+/* This rank's index in the set, or -1 when it is not in it (-1 is no kolo_status of this
+ * call); the set's size; 1 or 0. KOLO_INVALID_ARGUMENT for an unknown set. */
+int kolo_process_set_rank(int process_set);
+int kolo_process_set_size(int process_set);
+int kolo_process_set_included(int process_set);
+
+kolo_handle kolo_allreduce_async_ps(const char* name, const void* input, void* output,
+                                    kolo_dtype dtype, int ndim, const int64_t* shape, kolo_op op,
+                                    double prescale, double postscale, int device, int process_set);
+/* root: a rank of the global set that is in the set. */
+kolo_handle kolo_broadcast_async_ps(const char* name, void* buffer, kolo_dtype dtype, int ndim,
+                                    const int64_t* shape, int root, int device, int process_set);
+kolo_handle kolo_allgather_async_ps(const char* name, const void* input, kolo_dtype dtype,
+                                    int ndim, const int64_t* shape, int device, int process_set);
+/* splits: one row count per rank of the set (kolo_process_set_size()), in the set's order;
+ * NULL for an equal split. */
+kolo_handle kolo_alltoall_async_ps(const char* name, const void* input, kolo_dtype dtype, int ndim,
+                                   const int64_t* shape, const int64_t* splits, int device,
+                                   int process_set);
+/* With reducescatter's prescale and postscale (floating-point dtypes; 1.0 for none). */
+kolo_handle kolo_reducescatter_async_ps(const char* name, const void* input, kolo_dtype dtype,
+                                        int ndim, const int64_t* shape, kolo_op op, double prescale,
+                                        double postscale, int device, int process_set);
+int kolo_barrier_ps(int process_set);
+/* Blocks until every rank of the set has joined; stores the (global) rank that joined last
+ * in *last_rank unless it is NULL. */
+int kolo_join_ps(int process_set, int* last_rank);
+
+/* ---- Grouped operations: negotiated and run as one unit ----
+ * `count` (>= 1) members, each with names[i], inputs[i] (outputs[i]), ndims[i] and
+ * shapes[i]; one dtype and device for the group. On success returns KOLO_OK and writes
+ * count handles into handles[]; on failure returns the status and writes it into every
+ * handles[i]. Results of allgather and reducescatter: kolo_wait_output on each handle. */
+int kolo_grouped_allreduce_async(int count, const char* const* names, const void* const* inputs,
+                                 void* const* outputs, kolo_dtype dtype, const int* ndims,
+                                 const int64_t* const* shapes, kolo_op op, double prescale,
+                                 double postscale, int device, int process_set,
+                                 kolo_handle* handles);
+int kolo_grouped_allgather_async(int count, const char* const* names, const void* const* inputs,
+                                 kolo_dtype dtype, const int* ndims, const int64_t* const* shapes,
+                                 int device, int process_set, kolo_handle* handles);
+int kolo_grouped_reducescatter_async(int count, const char* const* names,
+                                     const void* const* inputs, kolo_dtype dtype, const int* ndims,
+                                     const int64_t* const* shapes, kolo_op op, double prescale,
+                                     double postscale, int device, int process_set,
+                                     kolo_handle* handles);
+
+/* For alltoall: the rows received from each rank of the set; for kolo_allgather_bytes: the
+ * bytes from each rank. The count (the set's size; 0 for other operations), KOLO_PENDING if
+ * not done. Does not release the handle. */
+int kolo_received_splits(kolo_handle h, int64_t* splits, int capacity);
+
+/* ---- Byte buffers (broadcast_object / allgather_object) ----
+ * Blocking and collective. Each returns a handle that is already done and holds the
+ * result: size it with kolo_output_bytes, copy it out with kolo_wait_output (which
+ * releases the handle; *first_dim is the size in bytes), or drop it with kolo_wait.
+ * broadcast: root's `nbytes` bytes on every rank (other ranks' bytes are not read).
+ * allgather: every rank's bytes concatenated in the set's order; each rank's size via
+ * kolo_received_splits. `bytes` may be NULL when nbytes is 0. */
+kolo_handle kolo_broadcast_bytes(const char* name, const void* bytes, int64_t nbytes, int root,
+                                 int process_set);
+kolo_handle kolo_allgather_bytes(const char* name, const void* bytes, int64_t nbytes,
+                                 int process_set);
+
+/* ---- Timeline (KOLO_TIMELINE=DYNAMIC leaves it to these) ----
+ * Rank 0 writes `path` (KOLO_IO_ERROR if it cannot); other ranks' calls do nothing.
+ * Starting one while another is open closes the first. mark_cycles: 1 or 0. */
+int kolo_start_timeline(const char* path, int mark_cycles);
+int kolo_stop_timeline(void);
+
+/* ---- Build and environment queries: 1 or 0 ----
+ * The first three need no kolo_init; the last two need it (KOLO_INVALID_ARGUMENT before:
+ * kolo_mpi_threads_supported needs MPI initialised, kolo_is_homogeneous kolo). */
+int kolo_mpi_built(void);
+int kolo_nccl_built(void);
+int kolo_cuda_built(void);
+int kolo_mpi_threads_supported(void); /* MPI's thread level is MPI_THREAD_MULTIPLE */
+int kolo_is_homogeneous(void);        /* every node runs the same number of ranks */
+
 /* The message of this thread's last failure; "" before any. Each thread has its own; it
  * stays valid until that thread's next failure. */
 const char* kolo_error_message(void);

@@ -7,6 +7,7 @@
 //   mpirun -np 3 kolo_init_modes topology           local/cross ranks on one machine
 //   mpirun -np 2 kolo_init_modes shutdown-aborts    shutdown fails pending handles
 //   mpirun -np 2 kolo_init_modes c-api              kolo_init / kolo_shutdown
+//   mpirun -np 4 kolo_init_modes c-api-process-sets kolo_init_with_process_sets
 //   mpirun -np 2 kolo_init_modes null-comm          init(MPI_COMM_NULL) is an error
 //   KOLO_TIMELINE=/no/such/dir/t.json mpirun -np 2 kolo_init_modes bad-timeline
 //   mpirun -np 2 kolo_init_modes c-api-wait-output-misuse
@@ -17,6 +18,7 @@
 //   HOROVOD_X=1 KOLO_LOG_LEVEL=error mpirun -np 2 kolo_init_modes silenced-setting HOROVOD_X
 //
 // Exit code 0 when every check passed on this rank; failures are printed with the rank.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -253,6 +255,70 @@ int c_api() {
   EXPECT(kolo_join() == 0);
   EXPECT(kolo_shutdown() == 0);
   EXPECT(kolo_is_initialized() == 0);
+  EXPECT(mpi_finalized());
+  return g_failures;
+}
+
+// kolo_init_with_process_sets (flattened lists): a bad list fails on every rank with kolo not
+// started; a good one gives ids 1, 2, 3 in order, whose allreduces sum over their own ranks.
+// Without KOLO_DYNAMIC_PROCESS_SETS the sets cannot be removed. Run at np 4.
+int c_api_process_sets() {
+  g_rank = -1;
+  EXPECT(kolo_mpi_threads_supported() == KOLO_INVALID_ARGUMENT);  // MPI not initialised yet
+  EXPECT(kolo_is_homogeneous() == KOLO_INVALID_ARGUMENT);
+  EXPECT(kolo_process_set_ids(nullptr, 0) == KOLO_INVALID_ARGUMENT);
+  const int twice_ranks[] = {0, 1, 2, 3, 1, 0};
+  const int twice_sizes[] = {2, 2, 2};
+  EXPECT(kolo_init_with_process_sets(twice_ranks, twice_sizes, 3) == KOLO_INVALID_ARGUMENT);
+  EXPECT(std::strstr(kolo_error_message(), "entry 3, [1, 0], is listed twice (also entry 1)") != nullptr);
+  EXPECT(kolo_is_initialized() == 0);
+  EXPECT(kolo_init_with_process_sets(twice_ranks, nullptr, 1) == KOLO_INVALID_ARGUMENT);
+  EXPECT(kolo_init_with_process_sets(twice_ranks, twice_sizes, -1) == KOLO_INVALID_ARGUMENT);
+  const int negative[] = {2, -1};
+  EXPECT(kolo_init_with_process_sets(twice_ranks, negative, 2) == KOLO_INVALID_ARGUMENT);
+  EXPECT(std::strstr(kolo_error_message(), "negative size") != nullptr);
+  EXPECT(kolo_is_initialized() == 0);
+
+  // Sets 1 = {3, 1}, 2 = {0}, 3 = {2, 0, 1}.
+  const int ranks[] = {3, 1, 0, 2, 0, 1};
+  const int sizes[] = {2, 1, 3};
+  EXPECT(kolo_init_with_process_sets(ranks, sizes, 3) == KOLO_OK);
+  g_rank = kolo_rank();
+  EXPECT(kolo_size() == 4);
+  EXPECT(kolo_mpi_threads_supported() == 1);
+  EXPECT(kolo_is_homogeneous() == 1);  // one machine
+  int ids[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  EXPECT(kolo_process_set_ids(ids, 8) == 4);
+  EXPECT(ids[0] == 0 && ids[1] == 1 && ids[2] == 2 && ids[3] == 3 && ids[4] == -1);
+  const std::vector<std::vector<int>> want = {{0, 1, 2, 3}, {1, 3}, {0}, {0, 1, 2}};
+  for (int id = 0; id <= 3; ++id) {
+    int got[4] = {-1, -1, -1, -1};
+    const int count = kolo_process_set_ranks(id, got, 4);
+    EXPECT(count == int(want[id].size()));
+    EXPECT(std::vector<int>(got, got + std::min(count, 4)) == want[id]);
+    int index = -1;
+    for (std::size_t k = 0; k < want[id].size(); ++k)
+      if (want[id][k] == g_rank) index = int(k);
+    EXPECT(kolo_process_set_rank(id) == index);
+    EXPECT(kolo_process_set_included(id) == (index >= 0 ? 1 : 0));
+    EXPECT(kolo_process_set_size(id) == int(want[id].size()));
+    float x = float(g_rank + 1);
+    const std::string name = "c/static/" + std::to_string(id);
+    const kolo_handle h = kolo_allreduce_async_ps(name.c_str(), &x, &x, KOLO_FLOAT32, 0, nullptr, KOLO_SUM, 1, 1, -1, id);
+    if (index < 0) {
+      EXPECT(h == KOLO_INVALID_ARGUMENT);
+      continue;
+    }
+    EXPECT(h > 0);
+    EXPECT(kolo_wait(h) == KOLO_OK);
+    float sum = 0;
+    for (int r : want[id]) sum += float(r + 1);
+    EXPECT(x == sum);
+  }
+  EXPECT(kolo_remove_process_set(1) == KOLO_INVALID_ARGUMENT);
+  EXPECT(std::strstr(kolo_error_message(), "KOLO_DYNAMIC_PROCESS_SETS") != nullptr);
+  EXPECT(kolo_remove_process_set(0) == KOLO_INVALID_ARGUMENT);
+  EXPECT(kolo_shutdown() == KOLO_OK);
   EXPECT(mpi_finalized());
   return g_failures;
 }
@@ -572,6 +638,7 @@ int main(int argc, char** argv) {
     else if (mode == "c-api") failures = c_api();
     else if (mode == "process-sets-static") failures = process_sets_static();
     else if (mode == "process-sets-differ") failures = process_sets_differ();
+    else if (mode == "c-api-process-sets") failures = c_api_process_sets();
     else if (mode == "autotune") failures = autotune();
     else if (mode == "hung-rank") failures = hung_rank(argc, argv);
     else if (mode == "null-comm") failures = null_comm(argc, argv);
@@ -582,7 +649,7 @@ int main(int argc, char** argv) {
     else if (mode == "silenced-setting" && argc > 2) failures = silenced_setting(argv[2]);
     else {
       std::fprintf(stderr, "usage: %s kolo-owns|program-owns|low-thread-level|subcomm|topology|"
-                           "shutdown-aborts|c-api|autotune|hung-rank|null-comm|bad-timeline|c-api-wait-output-misuse|"
+                           "shutdown-aborts|c-api|c-api-process-sets|autotune|hung-rank|null-comm|bad-timeline|c-api-wait-output-misuse|"
                            "config-error VARIABLE|ignored-setting VARIABLE|silenced-setting VARIABLE\n", argv[0]);
       return 2;
     }
