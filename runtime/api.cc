@@ -72,6 +72,7 @@ Status invalid(std::string message) { return Status(StatusCode::InvalidArgument,
 // The runtime of `set` for this call, kept alive with its process sets, or null with
 // `why_not` (a set that does not exist, or one this rank is not in).
 std::shared_ptr<Runtime> runtime_of(const ProcessSet& set, Status& why_not) {
+  if (set.id() == 0) return runtime();  // the common case, without an allocation per call
   std::shared_ptr<ProcessSets> s = sets();
   std::shared_ptr<Runtime> r = s->runtime(set.id(), why_not);
   if (!r) return nullptr;
