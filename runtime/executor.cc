@@ -119,17 +119,33 @@ int Executor::set_rank_of(int global_rank) const {
   return static_cast<int>(std::find(g.begin(), g.end(), global_rank) - g.begin());  // checked by the API
 }
 
+// A tensor on its own runs on the caller's memory (allreduce_one). Everything else goes
+// through the fusion buffer: fused tensors, a compressed tensor (it needs a buffer of its
+// 16-bit form), and Adasum, whose dot products are per tensor of one buffer.
 void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
-  if (r.op == ReduceOp::Adasum) return allreduce_adasum(r, entries, path);
-  // A compressed tensor needs a buffer of its 16-bit form even on its own.
-  if (r.names.size() == 1 && wire_dtype(r.dtype, r.compression) == r.dtype) {
+  const DType wire = wire_dtype(r.dtype, r.compression);
+  if (r.op != ReduceOp::Adasum && r.names.size() == 1 && wire == r.dtype) {
     allreduce_one(r, entries[0], path);
     return;
   }
   const Clock::time_point start = timeline_.enabled() ? clock_.now() : Clock::time_point();
-  allreduce_fused(r, entries, path);
-  int64_t bytes = 0;
-  for (int64_t n : r.element_counts) bytes += n * int64_t(dtype_size(r.dtype));
+  std::byte* buffer = pack(r, entries, path);
+  const int64_t total = std::accumulate(r.element_counts.begin(), r.element_counts.end(), int64_t{0});
+  if (r.op == ReduceOp::Adasum) {
+    // Combined by ops/adasum on the host. No 1/size: Adasum's result is already on the
+    // scale of one gradient. A joined rank's zeros leave its partner's vector as it is.
+    KOLO_CHECK(r.device.is_cpu(), StatusCode::Internal, "kolo: Adasum of a GPU tensor reached the executor");
+    ops::adasum_allreduce(buffer, r.element_counts, wire, rank_, size_, path.backend, adasum_scratch_);
+    mark("ADASUM", entries, r);
+    unpack(r, entries, buffer, path, r.postscale);
+  } else {
+    // Scaled on the copy out, which reads every element anyway (in the tensor's own dtype,
+    // after a compressed buffer is cast back).
+    path.backend.allreduce(buffer, buffer, total, wire, backend_op(r.op), 1.0);
+    mark("ALLREDUCE", entries, r);
+    unpack(r, entries, buffer, path, final_scale(r));
+  }
+  const int64_t bytes = total * int64_t(dtype_size(r.dtype));
   fused_bytes_total_ += bytes;
   if (timeline_.enabled()) timeline_.fused_group(role_.set_id, next_group_id_, r.names, bytes, start, clock_.now());
   ++next_group_id_;
@@ -164,14 +180,14 @@ void Executor::allreduce_one(const Response& r, TensorEntry* entry, Path& path) 
   mark("ALLREDUCE", {entry}, r);
 }
 
-void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
+// One pass packs every tensor into the fusion buffer (a joined rank's zeros included),
+// prescaled and cast to the wire's dtype.
+std::byte* Executor::pack(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
   const DType wire = wire_dtype(r.dtype, r.compression);
   const std::size_t element = dtype_size(wire);
   const int64_t total = std::accumulate(r.element_counts.begin(), r.element_counts.end(), int64_t{0});
   std::byte* buffer = static_cast<std::byte*>(
       fusion_buffers_[static_cast<std::size_t>(r.device.kind)].get(path.ops, static_cast<std::size_t>(total) * element));
-
-  // One pass packs every tensor (a joined rank's zeros included), prescaled and cast.
   pieces_.clear();
   std::byte* at = buffer;
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -180,61 +196,23 @@ void Executor::allreduce_fused(const Response& r, const std::vector<TensorEntry*
   }
   path.ops.convert(pieces_, r.dtype, wire, r.prescale);
   mark("MEMCPY_IN", entries, r);
-
-  // Scaled on the copy out, which reads every element anyway (in the tensor's own dtype,
-  // after a compressed buffer is cast back).
-  path.backend.allreduce(buffer, buffer, total, wire, backend_op(r.op), 1.0);
-  mark("ALLREDUCE", entries, r);
-
-  pieces_.clear();
-  at = buffer;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i] != nullptr) pieces_.push_back({entries[i]->output, at, r.element_counts[i]});
-    at += static_cast<std::size_t>(r.element_counts[i]) * element;
-  }
-  path.ops.convert(pieces_, wire, r.dtype, final_scale(r));
-  mark("MEMCPY_OUT", entries, r);
+  return buffer;
 }
 
-// Adasum needs each tensor's place in one buffer (its dot products are per tensor), so even
-// a tensor on its own goes through the fusion buffer: packed with the prescale (cast to
-// the wire's float16 when compressed), combined by ops/adasum on the host, unpacked with
-// the postscale. No 1/size: Adasum's result is already on the scale of one gradient. A
-// joined rank packs zeros, whose coefficient leaves its partner's vector as it is.
-void Executor::allreduce_adasum(const Response& r, const std::vector<TensorEntry*>& entries, Path& path) {
-  KOLO_CHECK(r.device.is_cpu(), StatusCode::Internal, "kolo: Adasum of a GPU tensor reached the executor");
-  const Clock::time_point start = timeline_.enabled() ? clock_.now() : Clock::time_point();
+// The copy out of the fusion buffer, cast back to the tensors' dtype and multiplied by
+// `scale`. A joined rank has no tensors to fill.
+void Executor::unpack(const Response& r, const std::vector<TensorEntry*>& entries, const std::byte* buffer, Path& path,
+                      double scale) {
   const DType wire = wire_dtype(r.dtype, r.compression);
   const std::size_t element = dtype_size(wire);
-  const int64_t total = std::accumulate(r.element_counts.begin(), r.element_counts.end(), int64_t{0});
-  std::byte* buffer = static_cast<std::byte*>(
-      fusion_buffers_[static_cast<std::size_t>(r.device.kind)].get(path.ops, static_cast<std::size_t>(total) * element));
-
   pieces_.clear();
-  std::byte* at = buffer;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    pieces_.push_back({at, entries[i] != nullptr ? entries[i]->input : nullptr, r.element_counts[i]});
-    at += static_cast<std::size_t>(r.element_counts[i]) * element;
-  }
-  path.ops.convert(pieces_, r.dtype, wire, r.prescale);
-  mark("MEMCPY_IN", entries, r);
-
-  ops::adasum_allreduce(buffer, r.element_counts, wire, rank_, size_, path.backend, adasum_scratch_);
-  mark("ADASUM", entries, r);
-
-  pieces_.clear();
-  at = buffer;
+  const std::byte* at = buffer;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (entries[i] != nullptr) pieces_.push_back({entries[i]->output, at, r.element_counts[i]});
     at += static_cast<std::size_t>(r.element_counts[i]) * element;
   }
-  path.ops.convert(pieces_, wire, r.dtype, r.postscale);
+  path.ops.convert(pieces_, wire, r.dtype, scale);
   mark("MEMCPY_OUT", entries, r);
-  if (r.names.size() > 1) {  // a fused group, as allreduce() counts them
-    fused_bytes_total_ += total * int64_t(dtype_size(r.dtype));
-    if (timeline_.enabled()) timeline_.fused_group(role_.set_id, next_group_id_, r.names, total * int64_t(dtype_size(r.dtype)), start, clock_.now());
-    ++next_group_id_;
-  }
 }
 
 void Executor::allgather(const Response& r, TensorEntry& entry, Path& path) {

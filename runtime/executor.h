@@ -51,8 +51,9 @@ class Executor {
   using Path = Devices::Path;
   void allreduce(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
   void allreduce_one(const Response& r, TensorEntry* entry, Path& path);
-  void allreduce_fused(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
-  void allreduce_adasum(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
+  std::byte* pack(const Response& r, const std::vector<TensorEntry*>& entries, Path& path);
+  void unpack(const Response& r, const std::vector<TensorEntry*>& entries, const std::byte* buffer, Path& path,
+              double scale);
   void allgather(const Response& r, TensorEntry& entry, Path& path);
   void alltoall(const Response& r, TensorEntry& entry, Path& path);
   void reducescatter(const Response& r, TensorEntry& entry, Path& path);
