@@ -67,6 +67,11 @@ Handle failed(Status status) {
 
 Handle failed(StatusCode code, const std::string& message) { return failed(Status(code, message)); }
 
+// A group's handles, all failed with `status` (one, for a group with no members).
+std::vector<Handle> failed_group(std::size_t members, Status status) {
+  return std::vector<Handle>(std::max<std::size_t>(members, 1), failed(std::move(status)));
+}
+
 Status invalid(std::string message) { return Status(StatusCode::InvalidArgument, std::move(message)); }
 
 // The runtime of `set` for this call, kept alive with its process sets, or null with
@@ -123,7 +128,7 @@ Handle submit(Runtime& rt, EntryPtr entry) {
 // Members of a group are negotiated together: none runs before all are ready on every
 // rank. The group's key is its first member's name.
 std::vector<Handle> submit_group(Runtime& rt, std::vector<EntryPtr> entries) {
-  auto all_failed = [&](Status status) { return std::vector<Handle>(entries.size(), failed(std::move(status))); };
+  auto all_failed = [&](Status status) { return failed_group(entries.size(), std::move(status)); };
   for (EntryPtr& e : entries) {
     e->request.group = entries.front()->request.name;
     e->request.group_size = static_cast<int32_t>(entries.size());
@@ -489,9 +494,7 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const std::vector<TensorView>& inputs,
                                             const std::vector<TensorView>& outputs,
                                             const AllreduceOptions& options) {
-  auto all_failed = [&](Status status) {
-    return std::vector<Handle>(std::max<std::size_t>(names.size(), 1), failed(std::move(status)));
-  };
+  auto all_failed = [&](Status status) { return failed_group(names.size(), std::move(status)); };
   Status why_not;
   std::shared_ptr<Runtime> rt = runtime_of(options.process_set, why_not);
   if (!rt) return all_failed(why_not);
@@ -516,9 +519,7 @@ Handle allgather_async(const std::string& name, const TensorView& input, const P
 
 std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
                                             const std::vector<TensorView>& inputs, const ProcessSet& set) {
-  auto all_failed = [&](Status status) {
-    return std::vector<Handle>(std::max<std::size_t>(names.size(), 1), failed(std::move(status)));
-  };
+  auto all_failed = [&](Status status) { return failed_group(names.size(), std::move(status)); };
   Status why_not;
   std::shared_ptr<Runtime> rt = runtime_of(set, why_not);
   if (!rt) return all_failed(why_not);
@@ -591,9 +592,7 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, Red
 std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
                                                 const std::vector<TensorView>& inputs,
                                                 const ReducescatterOptions& options) {
-  auto all_failed = [&](Status status) {
-    return std::vector<Handle>(std::max<std::size_t>(names.size(), 1), failed(std::move(status)));
-  };
+  auto all_failed = [&](Status status) { return failed_group(names.size(), std::move(status)); };
   Status why_not;
   std::shared_ptr<Runtime> rt = runtime_of(options.process_set, why_not);
   if (!rt) return all_failed(why_not);
