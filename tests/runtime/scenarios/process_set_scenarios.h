@@ -206,9 +206,16 @@ inline void every_op_on_overlapping_disjoint_and_singleton_sets(Peer& peer) {
                where << "grouped reducescatter");
   }
 
-  // A barrier on each set, then the sets go; a removed set can no longer be used.
-  for (const kolo::ProcessSet& set : sets)
-    if (set.included()) peer.blocking([&] { kolo::barrier(set); });
+  // A barrier and a join on each set (in the order of their ids, on every rank), then the
+  // sets go; a removed set can no longer be used.
+  for (const kolo::ProcessSet& set : sets) {
+    if (!set.included()) continue;
+    peer.blocking([&] { kolo::barrier(set); });
+    int last = -1;
+    peer.blocking([&] { last = kolo::join(set); });
+    const std::vector<int> members = set.ranks();
+    PEER_CHECK(peer, member_of(members, last), "set " << set.id() << ": join() returned " << last);
+  }
   for (const kolo::ProcessSet& set : sets) peer.blocking([&] { kolo::remove_process_set(set); });
   std::vector<float> v(1, 1.0f);
   kolo::AllreduceOptions removed{kolo::ReduceOp::Sum};
