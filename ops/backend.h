@@ -34,8 +34,8 @@ class Backend {
   // Sum, Min, Max or Product; the runtime turns Average into Sum with a scale of 1/size
   // (times any postscale), and runs Adasum itself (ops/adasum.h) over sendrecv(). A
   // backend scales where it touches the result anyway (each piece of a pipelined
-  // allreduce while it is still in cache), never in a separate pass
-  // over the whole buffer where it can avoid one. Floating dtypes only when scale != 1.
+  // allreduce as it is written), never in a separate pass over the whole buffer where it
+  // can avoid one. Floating dtypes only when scale != 1.
   // Every rank passes the same scale: a backend may scale on one rank a part of the
   // result that others receive. `input == output` is in place.
   //

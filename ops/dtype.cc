@@ -163,40 +163,6 @@ void scale_16bit(uint16_t* dst, const uint16_t* src, int64_t count, float factor
   for (int64_t i = 0; i < count; ++i) dst[i] = FromFloat(ToFloat(src[i]) * factor);
 }
 
-// dst[i] = src[i] * factor for float32 and float64, in the widest vectors the CPU has. An
-// average scales every allreduce piece while it is in cache, where this loop is bound by
-// the vector width: on an AMD EPYC (Zen 4) a 512 KiB piece takes 8 µs with the baseline
-// x86-64 build's SSE2, 5.4 with AVX2, 3.5 with AVX-512, next to ~100 µs for the piece's
-// reduction at 2 ranks. Picked once at run time (no ifunc: GCC's target_clones resolvers
-// crash under ThreadSanitizer).
-template <typename T>
-void scale_loop(T* dst, const T* src, int64_t count, T factor) {
-  for (int64_t i = 0; i < count; ++i) dst[i] = src[i] * factor;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-template <typename T>
-__attribute__((target("avx2"))) void scale_loop_avx2(T* dst, const T* src, int64_t count, T factor) {
-  for (int64_t i = 0; i < count; ++i) dst[i] = src[i] * factor;
-}
-template <typename T>
-__attribute__((target("avx512f"))) void scale_loop_avx512(T* dst, const T* src, int64_t count, T factor) {
-  for (int64_t i = 0; i < count; ++i) dst[i] = src[i] * factor;
-}
-template <typename T>
-void scale_widest(T* dst, const T* src, int64_t count, T factor) {
-  static void (*const loop)(T*, const T*, int64_t, T) = __builtin_cpu_supports("avx512f") ? scale_loop_avx512<T>
-                                                         : __builtin_cpu_supports("avx2")  ? scale_loop_avx2<T>
-                                                                                           : scale_loop<T>;
-  loop(dst, src, count, factor);
-}
-#else
-template <typename T>
-void scale_widest(T* dst, const T* src, int64_t count, T factor) {
-  scale_loop(dst, src, count, factor);
-}
-#endif
-
 }  // namespace
 
 void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op) {
@@ -217,11 +183,19 @@ void reduce_into(void* inout, const void* in, int64_t count, DType dtype, Reduce
 
 void scale_copy(void* dst, const void* src, int64_t count, DType dtype, double factor) {
   switch (dtype) {
-    case DType::Float32:
-      return scale_widest(static_cast<float*>(dst), static_cast<const float*>(src), count,
-                          static_cast<float>(factor));
-    case DType::Float64:
-      return scale_widest(static_cast<double*>(dst), static_cast<const double*>(src), count, factor);
+    case DType::Float32: {
+      const float f = static_cast<float>(factor);
+      float* d = static_cast<float*>(dst);
+      const float* s = static_cast<const float*>(src);
+      for (int64_t i = 0; i < count; ++i) d[i] = s[i] * f;
+      return;
+    }
+    case DType::Float64: {
+      double* d = static_cast<double*>(dst);
+      const double* s = static_cast<const double*>(src);
+      for (int64_t i = 0; i < count; ++i) d[i] = s[i] * factor;
+      return;
+    }
     case DType::Float16:
       return scale_16bit<half_to_float, float_to_half>(static_cast<uint16_t*>(dst),
                                                        static_cast<const uint16_t*>(src), count,

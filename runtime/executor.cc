@@ -152,9 +152,9 @@ void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& ent
 }
 
 // A tensor on its own runs on the caller's memory: no fusion-buffer copies. The backend
-// scales the result (average, postscale) where it touches it anyway: the MPI backend
-// scales each piece right after its reduction, while it is in cache. The prescale is
-// still a pass of its own before the reduction (in place, or the copy into the output).
+// scales the result (average, postscale) where it touches it anyway: the MPI backend on
+// each piece's one write into the tensor. The prescale is still a pass of its own before
+// the reduction (in place, or the copy into the output).
 void Executor::allreduce_one(const Response& r, TensorEntry* entry, Path& path) {
   const int64_t count = r.element_counts[0];
   std::shared_ptr<void> zeros;  // a joined rank's contribution
