@@ -111,7 +111,7 @@ no_aslr=(setarch "$(uname -m)" -R)
 run_job() {
   local job=$1 start=$SECONDS status=0
   KOLO_BUILD_DIR="$build_prefix-$job"
-  KOLO_CMAKE_ARGS="-DKOLO_SANITIZE=$job -DKOLO_CUDA=OFF -DKOLO_ONEDNN=OFF \
+  KOLO_CMAKE_ARGS="-DKOLO_SANITIZE=$job -DKOLO_CUDA=OFF -DKOLO_ONEDNN=OFF -DKOLO_TORCH=OFF \
 -DKOLO_BUILD_EXAMPLES=OFF -DKOLO_BUILD_BENCHMARKS=OFF"
   kolo_build kolorun "${NO_MPI_PROGRAMS[@]}" "${MPI_PROGRAMS[@]}"
   reports="$KOLO_BUILD_DIR/sanitizer-reports"

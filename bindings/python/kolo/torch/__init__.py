@@ -1,0 +1,1 @@
+from kolo.torch._C import *
