@@ -5,6 +5,7 @@ and files kolo's handles under an int, as Horovod's handles are; synchronize() w
 and returns the result. The differentiable forms wrap that in autograd Functions with
 Horovod's gradients. Collective logic (negotiation, fusion, the reductions) is all kolo's.
 """
+import atexit
 import itertools
 import os
 import warnings
@@ -89,6 +90,8 @@ def init(comm=None, process_sets=None):
         raise NotImplementedError(f'kolo.torch.init(comm={list(comm)}): kolo runs on all ranks of the job; '
                                   'use a ProcessSet for a subset')
     _assign_ids(sets)
+    # As Horovod does: a script that never calls shutdown() still ends kolo (and MPI) cleanly.
+    atexit.register(shutdown)
 
 
 def shutdown():
