@@ -41,7 +41,7 @@ def whole_batch(sizes, tail, seed):
 
 
 def summed(t):
-    return hvd.allreduce(t, op=hvd.Sum, name='test_sync_batch_norm.summed')
+    return hvd.allreduce(t, op=hvd.Sum)
 
 
 def run_and_compare(sync, reference, sizes, tail, seed):
@@ -54,15 +54,17 @@ def run_and_compare(sync, reference, sizes, tail, seed):
     out_ref = reference(x_ref)
     (out_ref * loss_weights).sum().backward()
 
+    # Every rank reduces before any compares: a rank that fails must not leave the others
+    # waiting in a collective.
+    grads = {name: summed(getattr(sync, name).grad) for name, _ in reference.named_parameters()}
+    sync.zero_grad()
     torch.testing.assert_close(out, my_rows(out_ref, sizes))
     torch.testing.assert_close(x.grad, my_rows(x_ref.grad, sizes))
     for name, buffer in reference.named_buffers():
         torch.testing.assert_close(getattr(sync, name), buffer, msg=name)
     for name, p in reference.named_parameters():
-        mine = getattr(sync, name).grad
-        torch.testing.assert_close(summed(mine), p.grad, msg=name)
-        mine.zero_()
-        p.grad.zero_()
+        torch.testing.assert_close(grads[name], p.grad, msg=name)
+    reference.zero_grad()
 
 
 @pytest.mark.parametrize('reference_class, tail', [
