@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import kolo.torch as hvd
+from split_sets import evens_and_odds
 
 
 def root():
@@ -186,3 +187,20 @@ def test_broadcast_object_of_a_large_object():
 def test_allgather_object(name):
     result = hvd.allgather_object(object_of(hvd.rank()), name=name)
     assert_same(result, [object_of(r) for r in range(hvd.size())])
+
+
+def test_within_a_process_set():
+    # Both sets at once, each from its last rank.
+    with evens_and_odds() as (mine, _):
+        set_root = mine.ranks[-1]
+        model = make_model(hvd.rank())
+        hvd.broadcast_parameters(model.state_dict(), root_rank=set_root, process_set=mine)
+        _, optimizer = trained_optimizer('adam', hvd.rank(), steps=1 + hvd.rank() % 2)
+        hvd.broadcast_optimizer_state(optimizer, root_rank=set_root, process_set=mine)
+        obj = hvd.broadcast_object(object_of(hvd.rank()), root_rank=set_root, process_set=mine)
+        gathered = hvd.allgather_object(object_of(hvd.rank()), process_set=mine)
+
+        assert_same(model.state_dict(), make_model(set_root).state_dict())
+        assert_same_optimizer_state(optimizer, trained_optimizer('adam', set_root, steps=1 + set_root % 2)[1])
+        assert_same(obj, object_of(set_root))
+        assert_same(gathered, [object_of(r) for r in mine.ranks])

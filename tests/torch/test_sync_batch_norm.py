@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import kolo.torch as hvd
+from split_sets import evens_and_odds
 
 CHANNELS = 3
 
@@ -19,9 +20,9 @@ def my_rows(t, sizes):
     return t[start:start + sizes[hvd.rank()]]
 
 
-def layers(reference_class, **options):
+def layers(reference_class, process_set=hvd.global_process_set, **options):
     """A SyncBatchNorm and a torch BatchNorm with the same (random) weight and bias."""
-    sync = hvd.SyncBatchNorm(CHANNELS, **options).double()
+    sync = hvd.SyncBatchNorm(CHANNELS, process_set=process_set, **options).double()
     reference = reference_class(CHANNELS, **options).double()
     if sync.affine:
         g = torch.Generator().manual_seed(5)
@@ -40,8 +41,8 @@ def whole_batch(sizes, tail, seed):
             torch.randn(shape, generator=g, dtype=torch.float64))
 
 
-def summed(t):
-    return hvd.allreduce(t, op=hvd.Sum)
+def summed(t, process_set):
+    return hvd.allreduce(t, op=hvd.Sum, process_set=process_set)
 
 
 def run_and_compare(sync, reference, sizes, tail, seed):
@@ -56,7 +57,7 @@ def run_and_compare(sync, reference, sizes, tail, seed):
 
     # Every rank reduces before any compares: a rank that fails must not leave the others
     # waiting in a collective.
-    grads = {name: summed(getattr(sync, name).grad) for name, _ in reference.named_parameters()}
+    grads = {name: summed(getattr(sync, name).grad, sync.process_set) for name, _ in reference.named_parameters()}
     sync.zero_grad()
     torch.testing.assert_close(out, my_rows(out_ref, sizes))
     torch.testing.assert_close(x.grad, my_rows(x_ref.grad, sizes))
@@ -101,6 +102,15 @@ def test_eval_uses_the_running_statistics():
     g = torch.Generator().manual_seed(10 + hvd.rank())
     x = torch.randn(1 + hvd.rank(), CHANNELS, 2, 2, generator=g, dtype=torch.float64)
     torch.testing.assert_close(sync(x), reference(x))
+
+
+def test_statistics_of_a_process_sets_ranks_only():
+    with evens_and_odds() as (mine, _):
+        sync, reference = layers(torch.nn.BatchNorm2d, process_set=mine)
+        # The whole batch is that of the set's ranks: the others have no rows in it.
+        sizes = [r + 2 if r in mine.ranks else 0 for r in range(hvd.size())]
+        for seed in range(2):
+            run_and_compare(sync, reference, sizes, (2, 2), seed)
 
 
 def test_a_rank_with_an_empty_batch():
