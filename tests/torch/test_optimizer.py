@@ -218,6 +218,20 @@ def test_a_parameter_that_some_ranks_do_not_reach_is_reduced_as_zeros():
     assert_same_parameters(model, expected)
 
 
+def test_load_state_dict_resumes_from_a_checkpoint():
+    checkpoint_model = make_model()
+    checkpoint = sgd_momentum(checkpoint_model.parameters())
+    train(checkpoint, checkpoint_model, steps=1, rows=whole)   # momentum buffers, on every rank alike
+
+    model = make_model()
+    model.load_state_dict(checkpoint_model.state_dict())
+    optimizer = hvd.DistributedOptimizer(sgd_momentum(model.parameters()), named_parameters=model.named_parameters())
+    optimizer.load_state_dict(checkpoint.state_dict())
+    train(optimizer, model, steps=2)
+    train(checkpoint, checkpoint_model, steps=2, rows=whole)
+    assert_same_parameters(model, checkpoint_model)
+
+
 @pytest.mark.parametrize('which', ['own', 'evens'])
 def test_a_process_set_reduces_over_its_ranks_and_a_rank_outside_it_steps_alone(which):
     with evens_and_odds() as (mine, evens):
