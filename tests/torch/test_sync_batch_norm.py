@@ -20,25 +20,24 @@ def my_rows(t, sizes):
     return t[start:start + sizes[hvd.rank()]]
 
 
-def layers(reference_class, process_set=hvd.global_process_set, **options):
+def layers(reference_class, process_set=hvd.global_process_set, dtype=torch.float64, **options):
     """A SyncBatchNorm and a torch BatchNorm with the same (random) weight and bias."""
-    sync = hvd.SyncBatchNorm(CHANNELS, process_set=process_set, **options).double()
-    reference = reference_class(CHANNELS, **options).double()
+    sync = hvd.SyncBatchNorm(CHANNELS, process_set=process_set, **options).to(dtype)
+    reference = reference_class(CHANNELS, **options).to(dtype)
     if sync.affine:
         g = torch.Generator().manual_seed(5)
         with torch.no_grad():
             for p, q in zip(sync.parameters(), reference.parameters()):
-                p.copy_(torch.randn(CHANNELS, generator=g, dtype=torch.float64))
+                p.copy_(torch.randn(CHANNELS, generator=g))
                 q.copy_(p)
     return sync, reference
 
 
-def whole_batch(sizes, tail, seed):
+def whole_batch(sizes, tail, seed, dtype=torch.float64):
     """The input of all ranks together, and a weight per output element for the loss."""
     g = torch.Generator().manual_seed(seed)
     shape = (sum(sizes), CHANNELS) + tail
-    return (torch.randn(shape, generator=g, dtype=torch.float64) * 2 + 1,
-            torch.randn(shape, generator=g, dtype=torch.float64))
+    return (torch.randn(shape, generator=g).to(dtype) * 2 + 1, torch.randn(shape, generator=g).to(dtype))
 
 
 def summed(t, process_set):
@@ -47,7 +46,7 @@ def summed(t, process_set):
 
 def run_and_compare(sync, reference, sizes, tail, seed):
     """One forward and backward of both on batch `seed`; compares everything."""
-    x_all, loss_weights = whole_batch(sizes, tail, seed)
+    x_all, loss_weights = whole_batch(sizes, tail, seed, reference.weight.dtype if reference.affine else torch.float64)
     x = my_rows(x_all, sizes).clone().requires_grad_()
     out = sync(x)
     (out * my_rows(loss_weights, sizes)).sum().backward()
@@ -76,6 +75,30 @@ def test_training_matches_batch_norm_on_the_whole_batch(reference_class, tail):
     for seed in range(3):   # the running statistics accumulate
         run_and_compare(sync, reference, uneven_sizes(), tail, seed)
     assert int(sync.num_batches_tracked) == 3
+
+
+def test_float32():
+    sync, reference = layers(torch.nn.BatchNorm2d, dtype=torch.float32)
+    for seed in range(2):
+        run_and_compare(sync, reference, uneven_sizes(), (2, 2), seed)
+
+
+def test_float16_input_is_normalized_in_float32():
+    if hvd.size() == 1:
+        # One rank normalizes with torch's batch_norm, which torch 1.13 lacks for float16 on CPU.
+        pytest.skip('one rank runs torch\'s own batch_norm')
+    sync = hvd.SyncBatchNorm(CHANNELS)
+    reference = torch.nn.BatchNorm2d(CHANNELS)
+    sizes = uneven_sizes()
+    x_all, loss_weights = whole_batch(sizes, (2, 2), 0, torch.float16)
+    x = my_rows(x_all, sizes).clone().requires_grad_()
+    out = sync(x)
+    (out * my_rows(loss_weights, sizes)).sum().backward()
+    x_ref = x_all.float().requires_grad_()
+    (reference(x_ref) * loss_weights.float()).sum().backward()
+    assert out.dtype == x.grad.dtype == torch.float16
+    torch.testing.assert_close(out.float(), my_rows(reference(x_all.float()), sizes), atol=1e-2, rtol=1e-2)
+    torch.testing.assert_close(x.grad.float(), my_rows(x_ref.grad, sizes), atol=1e-2, rtol=1e-2)
 
 
 def test_cumulative_running_average_when_momentum_is_none():
