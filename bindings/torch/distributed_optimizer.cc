@@ -3,7 +3,7 @@
 // backward has accumulated it; synchronize() submits what backward did not produce and
 // waits; step() steps the wrapped optimizer on the reduced gradients.
 #include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <cmath>
@@ -59,6 +59,28 @@ AllreduceOptions reduce_options(const DistributedOptimizerOptions& o) {
 }  // namespace
 
 struct DistributedOptimizer::Impl {
+  // The hooks on slot i's gradient accumulator. They hold the optimizer weakly: once it is
+  // gone they do nothing.
+  struct BeforeAccumulation final : ::torch::autograd::FunctionPreHook {
+    BeforeAccumulation(std::weak_ptr<Impl> o, std::size_t i) : optimizer(std::move(o)), slot(i) {}
+    ::torch::autograd::variable_list operator()(const ::torch::autograd::variable_list& grads) override {
+      if (auto live = optimizer.lock()) live->before_accumulation(slot);
+      return grads;
+    }
+    std::weak_ptr<Impl> optimizer;
+    std::size_t slot;
+  };
+  struct AfterAccumulation final : ::torch::autograd::FunctionPostHook {
+    AfterAccumulation(std::weak_ptr<Impl> o, std::size_t i) : optimizer(std::move(o)), slot(i) {}
+    ::torch::autograd::variable_list operator()(const ::torch::autograd::variable_list& outputs,
+                                                const ::torch::autograd::variable_list&) override {
+      if (auto live = optimizer.lock()) live->after_accumulation(slot);
+      return outputs;
+    }
+    std::weak_ptr<Impl> optimizer;
+    std::size_t slot;
+  };
+
   // One parameter that requires grad.
   struct Slot {
     std::string name;  // kolo's name of its gradient
@@ -76,10 +98,15 @@ struct DistributedOptimizer::Impl {
   const DistributedOptimizerOptions options;
   const AllreduceOptions reduce;
   std::vector<Slot> slots;
-  // Each parameter's gradient accumulator with our hook's key. A leaf holds its
+  // Each parameter's gradient accumulator and our hooks on it. A leaf holds its
   // accumulator only weakly: without these references every forward pass would make a
-  // new one, without the hook.
-  std::vector<std::pair<std::shared_ptr<::torch::autograd::Node>, std::uintptr_t>> hooks;
+  // new one, without the hooks.
+  struct Hooked {
+    std::shared_ptr<::torch::autograd::Node> accumulator;
+    ::torch::autograd::FunctionPreHook* before = nullptr;
+    std::uintptr_t after = 0;  // the post hook's key
+  };
+  std::vector<Hooked> hooks;
 
   std::mutex mutex;  // guards slots' state: hooks run on autograd's threads
   bool synchronized = false;
@@ -93,15 +120,23 @@ struct DistributedOptimizer::Impl {
     s.submitted = true;
   }
 
-  // The hook of slot i: its gradient has just been accumulated into param.grad().
-  void on_gradient(std::size_t i) {
+  // Before slot i's accumulator adds a pass's gradient: a pass beyond
+  // backward_passes_per_step is refused here, before it could write into a gradient that
+  // kolo is reducing (Horovod notices only after the write).
+  void before_accumulation(std::size_t i) {
     std::lock_guard lock(mutex);
-    Slot& s = slots[i];
+    const Slot& s = slots[i];
     if (s.passes_left <= 0) {
       invalid("the gradient of '" + s.name + "' was computed more than backward_passes_per_step (" +
               std::to_string(options.backward_passes_per_step) +
               ") times before step() or synchronize(); raise backward_passes_per_step to accumulate more passes");
     }
+  }
+
+  // After: the pass's gradient is in param.grad().
+  void after_accumulation(std::size_t i) {
+    std::lock_guard lock(mutex);
+    Slot& s = slots[i];
     s.touched = true;
     if (--s.passes_left == 0) submit(s);
   }
@@ -176,22 +211,25 @@ DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer,
   if (!impl.reduce.process_set.included()) return;
   std::weak_ptr<Impl> weak = impl_;
   for (std::size_t i = 0; i < impl.slots.size(); ++i) {
-    std::shared_ptr<::torch::autograd::Node> accumulator = ::torch::autograd::impl::grad_accumulator(impl.slots[i].param);
-    if (!accumulator) invalid("parameter '" + impl.slots[i].name + "' is not a leaf tensor");
-    auto hook = std::make_unique<::torch::autograd::utils::LambdaPostHook>(
-        [weak, i](const ::torch::autograd::variable_list& outputs, const ::torch::autograd::variable_list&) {
-          if (auto live = weak.lock()) live->on_gradient(i);
-          return outputs;
-        });
-    const std::uintptr_t key = accumulator->add_post_hook(std::move(hook));
-    impl.hooks.emplace_back(std::move(accumulator), key);
+    Impl::Hooked h;
+    h.accumulator = ::torch::autograd::impl::grad_accumulator(impl.slots[i].param);
+    if (!h.accumulator) invalid("parameter '" + impl.slots[i].name + "' is not a leaf tensor");
+    auto before = std::make_unique<Impl::BeforeAccumulation>(weak, i);
+    h.before = before.get();
+    h.accumulator->add_pre_hook(std::move(before));
+    h.after = h.accumulator->add_post_hook(std::make_unique<Impl::AfterAccumulation>(weak, i));
+    impl.hooks.push_back(std::move(h));
   }
 }
 
 DistributedOptimizer::~DistributedOptimizer() {
   // Here rather than in Impl's destructor, which may run inside one of these hooks (a
   // backward pass on another thread holding the last reference).
-  for (auto& [accumulator, key] : impl_->hooks) accumulator->del_post_hook(key);
+  for (Impl::Hooked& h : impl_->hooks) {
+    auto& pre = h.accumulator->pre_hooks();
+    std::erase_if(pre, [&](const auto& hook) { return hook.get() == h.before; });
+    h.accumulator->del_post_hook(h.after);
+  }
 }
 
 void DistributedOptimizer::synchronize() { impl_->synchronize(); }
