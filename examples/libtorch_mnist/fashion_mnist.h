@@ -22,6 +22,3 @@ class FashionMnist : public torch::data::datasets::Dataset<FashionMnist> {
  private:
   torch::Tensor images_, targets_;
 };
-
-// Where dataset-fashion-mnist puts the files.
-inline const char* kDefaultFashionMnistRoot = "/usr/share/datasets/fashion-mnist";

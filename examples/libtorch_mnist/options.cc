@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 
 const char* usage() {
   return "usage: libtorch_mnist [--epochs N] [--train-limit N] [--test-limit N] [--lr X]\n"

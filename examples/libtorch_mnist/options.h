@@ -5,10 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "fashion_mnist.h"
-
 struct Options {
-  std::string data_root = kDefaultFashionMnistRoot;
+  std::string data_root = "/usr/share/datasets/fashion-mnist";  // Debian's dataset-fashion-mnist
   int64_t train_batch_size = 64;
   int64_t test_batch_size = 1000;
   int64_t epochs = 10;
