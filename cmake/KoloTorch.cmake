@@ -3,7 +3,8 @@
 # libtorch-dev (LibTorch's CMake config), python3-torch (the interpreter must import torch)
 # and pybind11-dev. KOLO_TORCH=AUTO builds them when all three are found, OFF never, ON
 # requires them. Sets KOLO_WITH_TORCH, and for the Python package Python3_EXECUTABLE and
-# KOLO_PYTHON_PACKAGE_DIR (where the package goes under the install prefix).
+# KOLO_PYTHON_PACKAGE_DIR (where the package goes under the install prefix), or else
+# KOLO_TORCH_OFF_REASON.
 set(KOLO_TORCH "AUTO" CACHE STRING "PyTorch bindings (kolo/torch.h, kolo.torch): AUTO (when found), ON, OFF")
 set_property(CACHE KOLO_TORCH PROPERTY STRINGS AUTO ON OFF)
 if(NOT KOLO_TORCH MATCHES "^(AUTO|ON|OFF)$")
@@ -54,15 +55,17 @@ if(NOT KOLO_TORCH STREQUAL "OFF")
   endif()
 endif()
 
+# KOLO_TORCH_OFF_REASON: why they are not built, for the tests that report themselves skipped.
 if(KOLO_WITH_TORCH)
   set(KOLO_PYTHON_PACKAGE_DIR "lib/python3/dist-packages")
   message(STATUS "PyTorch bindings (KOLO_WITH_TORCH): ON (torch ${_kolo_torch_version})")
 else()
   if(_kolo_torch_missing STREQUAL "")
-    message(STATUS "PyTorch bindings (KOLO_WITH_TORCH): OFF")
+    set(KOLO_TORCH_OFF_REASON "KOLO_TORCH=OFF")
   else()
     list(JOIN _kolo_torch_missing ", " _kolo_torch_missing)
-    message(STATUS "PyTorch bindings (KOLO_WITH_TORCH): OFF (not found: ${_kolo_torch_missing})")
+    set(KOLO_TORCH_OFF_REASON "not found: ${_kolo_torch_missing}")
   endif()
+  message(STATUS "PyTorch bindings (KOLO_WITH_TORCH): OFF (${KOLO_TORCH_OFF_REASON})")
 endif()
 unset(_kolo_torch_missing)

@@ -139,15 +139,22 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "kolo's collectives on torch tensors (kolo/torch.h); use the kolo.torch package";
 
   // kolo::Error as KoloError (a RuntimeError) whose .code is the StatusCode's name
-  // ("Mismatch", "Stalled", ...).
+  // ("Mismatch", "Stalled", ...). InvalidArgument, a call kolo rejects at once, raises
+  // InvalidArgumentError, a KoloError that is also a ValueError: Horovod raises ValueError
+  // for bad arguments.
   static py::exception<Error> error(m, "KoloError", PyExc_RuntimeError);
+  // A handle, never released: the class lives as long as the interpreter.
+  static py::handle invalid_argument = PyErr_NewException(
+      "kolo.torch._C.InvalidArgumentError", py::make_tuple(error, py::handle(PyExc_ValueError)).ptr(), nullptr);
+  m.attr("InvalidArgumentError") = invalid_argument;
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      py::object instance = py::handle(error.ptr())(e.what());
+      py::handle type = e.code() == StatusCode::InvalidArgument ? invalid_argument : py::handle(error);
+      py::object instance = type(e.what());
       instance.attr("code") = status_code_name(e.code());
-      PyErr_SetObject(error.ptr(), instance.ptr());
+      PyErr_SetObject(type.ptr(), instance.ptr());
     }
   });
 
