@@ -3,7 +3,7 @@
 the same run (docs/perf.md, "Weak scaling vs PyTorch DDP"):
 
     bench/synthetic_benchmark/compare_scaling.py [--build build] [--rounds 7] [--only resnet18] [--boost]
-        [--rows kolo,kolo.torch,DDP,...]
+        [--rows kolo kolo.torch DDP ...]
 
 For each net (the MNIST net, batch 64 per rank, 28x28; ResNet-18, batch 32 per rank,
 32x32, 10 classes) it runs Horovod's synthetic benchmark at np 1 and np 2 with 1 compute
@@ -30,8 +30,8 @@ Rows of the table:
                      (median over rounds of 1 - kolo.torch's np 1 / this np 1); its np 2 is
                      two such processes at once, PyTorch's ceiling.
 
---rows picks some of the rows (comma-separated names); "no communication" needs "kolo",
-and "PyTorch alone" is measured with or without "kolo.torch".
+--rows picks some of the rows by name ('kolo, MPI spins' quoted); "no communication" needs
+"kolo", and "PyTorch alone" is measured with or without "kolo.torch".
 
 The machine is shared and noisy, so the runs of a net are repeated --rounds times in an
 order that rotates every round, efficiencies are computed within each round (runs minutes
@@ -83,14 +83,14 @@ def parse_args(argv=None):
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--timeout", type=float, default=600, help="seconds one run may take")
     p.add_argument("--boost", action="store_true", help="run in a new session at autogroup nice -19 (root)")
-    p.add_argument("--rows", default=",".join(ROWS), help="comma-separated, some of: " + ", ".join(ROWS))
+    p.add_argument("--rows", nargs="+", default=ROWS, metavar="ROW",
+                   help="the rows to measure (default: all): " + "; ".join(repr(r) for r in ROWS))
     a = p.parse_args(argv)
     if a.only and a.only not in CONFIGS:
         p.error(f"--only {a.only}: one of {', '.join(CONFIGS)}")
-    a.rows = [r.strip() for r in a.rows.split(",") if r.strip()]
     unknown = [r for r in a.rows if r not in ROWS]
-    if unknown or not a.rows:
-        p.error(f"--rows {','.join(unknown)}: some of {', '.join(ROWS)}")
+    if unknown:
+        p.error(f"--rows {'; '.join(repr(r) for r in unknown)}: not a row; the rows: {'; '.join(repr(r) for r in ROWS)}")
     if "no communication" in a.rows and "kolo" not in a.rows:
         p.error("--rows: 'no communication' shares kolo's np 1 run, so it needs 'kolo'")
     return a
