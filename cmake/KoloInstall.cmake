@@ -1,13 +1,25 @@
 # Installs headers, libraries and a package config so that another CMake project can
 #   find_package(kolo REQUIRED)
 #   target_link_libraries(app PRIVATE kolo::kolo)
+# and, where kolo was built with LibTorch (KOLO_WITH_TORCH), kolo/torch.h through
+#   find_package(kolo REQUIRED COMPONENTS torch)
+#   target_link_libraries(app PRIVATE kolo::torch)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # check.h is for kolo's own sources (KOLO_CHECK); no installed header includes it.
-install(DIRECTORY include/kolo DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        PATTERN check.h EXCLUDE)
-install(TARGETS kolo kolo_runtime kolo_ops kolo_models
+# torch.h goes only with the library behind it.
+set(_kolo_header_excludes PATTERN check.h EXCLUDE)
+set(_kolo_installed_targets kolo kolo_runtime kolo_ops kolo_models)
+if(KOLO_WITH_TORCH)
+  # kolo::torch, as in kolo's own build: find_package(kolo) then finds LibTorch (koloConfig).
+  set_target_properties(kolo_torch PROPERTIES EXPORT_NAME torch)
+  list(APPEND _kolo_installed_targets kolo_torch)
+else()
+  list(APPEND _kolo_header_excludes PATTERN torch.h EXCLUDE)
+endif()
+install(DIRECTORY include/kolo DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} ${_kolo_header_excludes})
+install(TARGETS ${_kolo_installed_targets}
   EXPORT koloTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

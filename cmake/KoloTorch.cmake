@@ -4,7 +4,7 @@
 # and pybind11-dev. KOLO_TORCH=AUTO builds them when all three are found, OFF never, ON
 # requires them. Sets KOLO_WITH_TORCH, and for the Python package Python3_EXECUTABLE and
 # KOLO_PYTHON_PACKAGE_DIR (where the package goes under the install prefix), or else
-# KOLO_TORCH_OFF_REASON.
+# KOLO_TORCH_OFF_REASON (why not, for the tests that report themselves skipped).
 set(KOLO_TORCH "AUTO" CACHE STRING "PyTorch bindings (kolo/torch.h, kolo.torch): AUTO (when found), ON, OFF")
 set_property(CACHE KOLO_TORCH PROPERTY STRINGS AUTO ON OFF)
 if(NOT KOLO_TORCH MATCHES "^(AUTO|ON|OFF)$")
@@ -13,7 +13,16 @@ endif()
 
 set(KOLO_WITH_TORCH OFF)
 set(_kolo_torch_missing "")
-if(NOT KOLO_TORCH STREQUAL "OFF")
+# A sanitizer or fuzzer build instruments kolo's libraries, which python3 could not load
+# without preloading the sanitizer's runtime: AUTO leaves the bindings out there.
+set(_kolo_torch_instrumented OFF)
+if((KOLO_SANITIZE AND NOT KOLO_SANITIZE STREQUAL "OFF") OR KOLO_BUILD_FUZZERS)
+  set(_kolo_torch_instrumented ON)
+endif()
+if(KOLO_TORCH STREQUAL "AUTO" AND _kolo_torch_instrumented)
+  set(KOLO_TORCH_OFF_REASON "a sanitizer or fuzzer build; KOLO_TORCH=ON forces them")
+  message(STATUS "PyTorch bindings (KOLO_WITH_TORCH): OFF (${KOLO_TORCH_OFF_REASON})")
+elseif(NOT KOLO_TORCH STREQUAL "OFF")
   # Debian's interpreter, which sees python3-torch: a python3 earlier on PATH may be another.
   if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
     set(Python3_EXECUTABLE /usr/bin/python3)
@@ -55,8 +64,8 @@ if(NOT KOLO_TORCH STREQUAL "OFF")
   endif()
 endif()
 
-# KOLO_TORCH_OFF_REASON: why they are not built, for the tests that report themselves skipped.
-if(KOLO_WITH_TORCH)
+if(KOLO_TORCH STREQUAL "AUTO" AND _kolo_torch_instrumented)
+elseif(KOLO_WITH_TORCH)
   set(KOLO_PYTHON_PACKAGE_DIR "lib/python3/dist-packages")
   message(STATUS "PyTorch bindings (KOLO_WITH_TORCH): ON (torch ${_kolo_torch_version})")
 else()
@@ -69,3 +78,4 @@ else()
   message(STATUS "PyTorch bindings (KOLO_WITH_TORCH): OFF (${KOLO_TORCH_OFF_REASON})")
 endif()
 unset(_kolo_torch_missing)
+unset(_kolo_torch_instrumented)

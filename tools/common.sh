@@ -33,6 +33,9 @@ KOLO_PACKAGES=(
   # (ip, tc) that tests/cluster starts.
   python3-matplotlib slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins libpmix-dev
   iproute2
+  # The PyTorch bindings (kolo/torch.h, the kolo.torch package) and their tests and examples
+  # (cmake/KoloTorch.cmake, docs/torch.md). python3-dev: pybind11's headers include Python's.
+  python3-torch libtorch-dev pybind11-dev python3-dev python3-pytest python3-torchvision
 )
 
 kolo_log() { printf '[kolo] %s\n' "$*" >&2; }

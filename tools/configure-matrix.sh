@@ -16,7 +16,7 @@
 #
 # The switches (CMakeLists.txt, cmake/KoloCuda.cmake, models/CMakeLists.txt):
 #   KOLO_BUILD_TESTS, KOLO_BUILD_EXAMPLES, KOLO_BUILD_BENCHMARKS   ON/OFF, default ON
-#   KOLO_CUDA, KOLO_ONEDNN                 AUTO/ON/OFF, default AUTO (ON fails without the library)
+#   KOLO_CUDA, KOLO_ONEDNN, KOLO_TORCH     AUTO/ON/OFF, default AUTO (ON fails without the library)
 #   KOLO_NATIVE                            ON/OFF, default ON
 #   KOLO_SANITIZE                          OFF/address/thread, default OFF (tools/sanitize.sh)
 #   KOLO_BUILD_FUZZERS                     OFF/ON, default OFF (clang only; tools/fuzz.sh)
@@ -34,6 +34,11 @@ have_nvcc() { [[ -x /usr/local/cuda/bin/nvcc ]] || command -v nvcc >/dev/null; }
 have_onednn() { compgen -G "/usr/lib/*/cmake/dnnl/dnnl[-C]*onfig.cmake" >/dev/null ||
                 compgen -G "/usr/local/lib*/cmake/dnnl/dnnl[-C]*onfig.cmake" >/dev/null; }
 
+# The PyTorch bindings' three packages (cmake/KoloTorch.cmake).
+have_torch() { /usr/bin/python3 -c "import torch" 2>/dev/null &&
+               compgen -G "/usr/lib/*/cmake/Torch/TorchConfig.cmake" >/dev/null &&
+               [[ -f /usr/lib/cmake/pybind11/pybind11Config.cmake ]]; }
+
 # name | cmake arguments | check after a good configure: "no-target NAME", "target NAME",
 # "says TEXT" (in the configure output) or "-"; a case whose name ends in "(refused)" must
 # fail to configure with the message given as "says TEXT".
@@ -49,6 +54,8 @@ CASES=(
   "KOLO_NATIVE=OFF|-DKOLO_NATIVE=OFF|-"
   "KOLO_CUDA=bogus (refused)|-DKOLO_CUDA=bogus|says KOLO_CUDA='bogus': expected AUTO, ON or OFF"
   "KOLO_ONEDNN=bogus (refused)|-DKOLO_ONEDNN=bogus|says KOLO_ONEDNN='bogus': expected AUTO, ON or OFF"
+  "KOLO_TORCH=OFF|-DKOLO_TORCH=OFF|no-target kolo_torch_python"
+  "KOLO_TORCH=bogus (refused)|-DKOLO_TORCH=bogus|says KOLO_TORCH='bogus': expected AUTO, ON or OFF"
   "KOLO_SANITIZE=address|-DKOLO_SANITIZE=address -DKOLO_CUDA=OFF|says (KOLO_SANITIZE): address"
   "KOLO_SANITIZE=thread|-DKOLO_SANITIZE=thread -DKOLO_CUDA=OFF|says (KOLO_SANITIZE): thread"
   "KOLO_SANITIZE=bogus (refused)|-DKOLO_SANITIZE=bogus|says KOLO_SANITIZE='bogus': expected OFF, address or thread"
@@ -63,6 +70,11 @@ if have_onednn; then
   CASES+=("KOLO_ONEDNN=ON|-DKOLO_ONEDNN=ON|says (KOLO_WITH_ONEDNN): ON")
 else
   CASES+=("KOLO_ONEDNN=ON (refused)|-DKOLO_ONEDNN=ON|says KOLO_ONEDNN=ON but oneDNN was not found")
+fi
+if have_torch; then
+  CASES+=("KOLO_TORCH=ON|-DKOLO_TORCH=ON|target kolo_torch_python")
+else
+  CASES+=("KOLO_TORCH=ON (refused)|-DKOLO_TORCH=ON|says KOLO_TORCH=ON but these were not found")
 fi
 
 # Runs case number $1; its log goes to $WORK/$1.log, its result line to $WORK/$1.result.

@@ -28,10 +28,19 @@ void broadcast_parameters(const ::torch::nn::Module& module, int root, const Pro
 void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root, const ProcessSet& set) {
   // The optimizer's own archive carries its options and state whatever its kind; the bytes
   // travel as one buffer and every other rank loads them.
+  // LibTorch's load() reads the param groups' options (learning rate, momentum, ...) but
+  // leaves the optimizer's as they were: they travel beside the archive's own, one per group.
+  auto options_key = [](std::size_t group) { return "kolo.param_group_options." + std::to_string(group); };
+  auto& groups = optimizer.param_groups();
   std::string bytes;
   if (kolo::rank() == root) {
     ::torch::serialize::OutputArchive archive;
     optimizer.save(archive);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      ::torch::serialize::OutputArchive options(archive.compilation_unit());
+      if (groups[g].has_options()) groups[g].options().serialize(options);
+      archive.write(options_key(g), options);
+    }
     std::ostringstream stream;
     archive.save_to(stream);
     bytes = stream.str();
@@ -41,6 +50,10 @@ void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root, c
   ::torch::serialize::InputArchive archive;
   archive.load_from(bytes.data(), bytes.size());
   optimizer.load(archive);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    ::torch::serialize::InputArchive options;
+    if (groups[g].has_options() && archive.try_read(options_key(g), options)) groups[g].options().serialize(options);
+  }
 }
 
 }  // namespace kolo::torch

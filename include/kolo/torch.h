@@ -101,8 +101,10 @@ void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root, c
 
 struct DistributedOptimizerOptions {
   // Gradients are accumulated locally over this many backward passes, then reduced once.
+  // As in Horovod, the passes' gradients add up: they are not divided by the count.
   int backward_passes_per_step = 1;
-  ReduceOp op = ReduceOp::Average;  // or Sum, Adasum
+  // Or Sum, or Adasum (of the gradients, with kolo's Adasum conditions: docs/adasum.md).
+  ReduceOp op = ReduceOp::Average;
   // Average only: gradients are divided by this before the sum and multiplied by
   // factor / size after it (Horovod's gradient_predivide_factor).
   double gradient_predivide_factor = 1.0;
@@ -115,17 +117,31 @@ struct DistributedOptimizerOptions {
 // of backward; step() waits for them all, then steps the wrapped optimizer.
 class DistributedOptimizer {
  public:
+  // Every parameter of `optimizer` that requires grad must be among `named_parameters`
+  // (empty: names by position); the names must be unique, and alike on every rank. The
+  // gradient of parameter <name> travels as "DistributedOptimizer.<name>", or as
+  // "DistributedOptimizer<k>.<name>" from an optimizer made after k others on the same
+  // process set, so that two optimizers' parameters never share a name. Bad options or
+  // parameters throw kolo::Error (InvalidArgument).
   DistributedOptimizer(::torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters,
                        DistributedOptimizerOptions options = {});
+  // model->named_parameters() as it comes.
+  DistributedOptimizer(::torch::optim::Optimizer& optimizer,
+                       const ::torch::OrderedDict<std::string, at::Tensor>& named_parameters,
+                       DistributedOptimizerOptions options = {})
+      : DistributedOptimizer(optimizer, named_parameters.pairs(), std::move(options)) {}
   ~DistributedOptimizer();
   DistributedOptimizer(const DistributedOptimizer&) = delete;
   DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
 
   // Waits for every gradient of this step; a parameter whose gradient backward did not
-  // produce is reduced as zeros, so that every rank submits the same names.
+  // produce is reduced as zeros, so that every rank submits the same names. A reduction
+  // that failed throws its kolo::Error (after every one is done); the optimizer can go on.
+  // A backward pass beyond backward_passes_per_step before it throws InvalidArgument.
   void synchronize();
   // synchronize() (unless it was called since the last step), then the wrapped step.
   void step();
+  // The wrapped zero_grad(); InvalidArgument between a backward pass and synchronize().
   void zero_grad();
   ::torch::optim::Optimizer& optimizer();
 

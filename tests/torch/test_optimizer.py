@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import kolo.torch as hvd
+from split_sets import evens_and_odds
 
 PER_RANK = 4   # samples per rank per backward pass
 LR = 0.1
@@ -38,31 +39,39 @@ def whole_batch(index, dtype=torch.float64):
     return torch.randn(n, 5, generator=g).to(dtype), torch.randn(n, 2, generator=g).to(dtype)
 
 
+def parts_of(ranks):
+    """Selects the rows of `ranks` from a whole batch."""
+    return lambda t: torch.cat([t[r * PER_RANK:(r + 1) * PER_RANK] for r in ranks])
+
+
 def my_part(t):
-    return t[hvd.rank() * PER_RANK:(hvd.rank() + 1) * PER_RANK]
+    return parts_of([hvd.rank()])(t)
+
+
+def whole(t):
+    return t
 
 
 def mse(model, x, y):
     return ((model(x) - y) ** 2).mean()
 
 
-def train(optimizer, model, steps=3, passes=1, dtype=torch.float64, local=True, loss_scale=1.0):
-    """`steps` steps of `passes` backward passes each; on this rank's part (local) or on the
-    whole batch (the single-process reference)."""
+def train(optimizer, model, steps=3, passes=1, dtype=torch.float64, rows=my_part, loss_scale=1.0):
+    """`steps` steps of `passes` backward passes each, on the `rows` of each batch: this
+    rank's part, or for the single-process reference the whole batch (or the parts of a
+    process set's ranks)."""
     for step in range(steps):
         optimizer.zero_grad()
         for k in range(passes):
             x, y = whole_batch(step * passes + k, dtype)
-            if local:
-                x, y = my_part(x), my_part(y)
-            (loss_scale * mse(model, x, y)).backward()
+            (loss_scale * mse(model, rows(x), rows(y))).backward()
         optimizer.step()
     return model
 
 
-def reference(make_optimizer, dtype=torch.float64, **kwargs):
+def reference(make_optimizer, dtype=torch.float64, rows=whole, **kwargs):
     model = make_model(dtype)
-    return train(make_optimizer(model.parameters()), model, dtype=dtype, local=False, **kwargs)
+    return train(make_optimizer(model.parameters()), model, dtype=dtype, rows=rows, **kwargs)
 
 
 def distributed(make_optimizer, dtype=torch.float64, steps=3, passes=1, **options):
@@ -207,6 +216,29 @@ def test_a_parameter_that_some_ranks_do_not_reach_is_reduced_as_zeros():
     (sum(loss(expected, r) for r in range(hvd.size())) / hvd.size()).backward()
     expected_optimizer.step()
     assert_same_parameters(model, expected)
+
+
+def test_load_state_dict_resumes_from_a_checkpoint():
+    checkpoint_model = make_model()
+    checkpoint = sgd_momentum(checkpoint_model.parameters())
+    train(checkpoint, checkpoint_model, steps=1, rows=whole)   # momentum buffers, on every rank alike
+
+    model = make_model()
+    model.load_state_dict(checkpoint_model.state_dict())
+    optimizer = hvd.DistributedOptimizer(sgd_momentum(model.parameters()), named_parameters=model.named_parameters())
+    optimizer.load_state_dict(checkpoint.state_dict())
+    train(optimizer, model, steps=2)
+    train(checkpoint, checkpoint_model, steps=2, rows=whole)
+    assert_same_parameters(model, checkpoint_model)
+
+
+@pytest.mark.parametrize('which', ['own', 'evens'])
+def test_a_process_set_reduces_over_its_ranks_and_a_rank_outside_it_steps_alone(which):
+    with evens_and_odds() as (mine, evens):
+        process_set = mine if which == 'own' else evens
+        model = distributed(sgd_momentum, process_set=process_set)
+        ranks = process_set.ranks if process_set.included() else [hvd.rank()]
+        assert_same_parameters(model, reference(sgd_momentum, rows=parts_of(ranks)))
 
 
 # ---- synchronize(), skip_synchronize() -------------------------------------------------------------

@@ -5,6 +5,7 @@ and files kolo's handles under an int, as Horovod's handles are; synchronize() w
 and returns the result. The differentiable forms wrap that in autograd Functions with
 Horovod's gradients. Collective logic (negotiation, fusion, the reductions) is all kolo's.
 """
+import atexit
 import itertools
 import os
 import warnings
@@ -83,13 +84,14 @@ def init(comm=None, process_sets=None):
         os.environ['KOLO_DYNAMIC_PROCESS_SETS'] = '1'
         process_sets = None
     sets = _as_process_sets(process_sets or [])
-    _handle_map.clear()
     _C.init([s.ranks for s in sets] if sets else None)
     if comm is not None and sorted(comm) != list(range(size())):
         shutdown()
         raise NotImplementedError(f'kolo.torch.init(comm={list(comm)}): kolo runs on all ranks of the job; '
                                   'use a ProcessSet for a subset')
     _assign_ids(sets)
+    # As Horovod does: a script that never calls shutdown() still ends kolo (and MPI) cleanly.
+    atexit.register(shutdown)
 
 
 def shutdown():
@@ -172,11 +174,16 @@ def _reduce_op(op, average):
     return Average
 
 
+def _is_compressor(compression, cls):
+    """Whether `compression` is the Compressor class `cls` (or an instance of exactly it)."""
+    return compression is cls or type(compression) is cls
+
+
 def _wire_compression(compression, tensors):
     """kolo's own fp16 wire compression stands in for Compression.fp16 on float32 and float64
     tensors: the cast happens inside kolo, not in Python."""
-    if (compression is FP16Compressor or type(compression) is FP16Compressor) and \
-            all(t.dtype in (torch.float32, torch.float64) for t in tensors):
+    if _is_compressor(compression, FP16Compressor) and all(t.dtype in (torch.float32, torch.float64)
+                                                           for t in tensors):
         return _C.COMPRESSION_FP16
     return _C.COMPRESSION_NONE
 
@@ -193,7 +200,7 @@ def _reduction(tensors, op, compression, process_set, submit, in_place=False, gr
     around kolo's operation, and Horovod's average of integer tensors (kolo averages
     floating-point ones only: integers are summed, then divided, truncating, as Horovod does).
     submit(tensors, op) submits to kolo and returns its handles. Returns Horovod's handle."""
-    if compression is NoneCompressor or type(compression) is NoneCompressor or compression is None:
+    if compression is None or _is_compressor(compression, NoneCompressor):
         sent, contexts = list(tensors), None
     else:
         sent, contexts = map(list, zip(*(compression.compress(t) for t in tensors)))

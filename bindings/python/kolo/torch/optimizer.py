@@ -101,6 +101,11 @@ class _GradientHooks:
     def _reset_passes(self):
         for p in self._passes_left:
             self._passes_left[p] = self.backward_passes_per_step
+
+    def _end_step(self):
+        """After a synchronization, or when a checkpoint replaces the step."""
+        self._forget_submissions()
+        self._reset_passes()
         self._backward_seen = False
 
     def _zero_filled_grad(self, p):
@@ -114,8 +119,7 @@ class _GradientHooks:
         self._reset_passes()
 
     def load_state_dict(self, *args, **kwargs):
-        self._forget_submissions()
-        self._reset_passes()
+        self._end_step()
         self._synchronized = False
         self._should_synchronize = True
         return super().load_state_dict(*args, **kwargs)
@@ -233,8 +237,7 @@ class _DistributedOptimizer(_GradientHooks):
             for finish in self._submitted.values():
                 finish()
         finally:
-            self._forget_submissions()
-            self._reset_passes()
+            self._end_step()
         self._synchronized = True
 
     @contextmanager
@@ -310,8 +313,7 @@ class _DistributedAdasumOptimizer(_GradientHooks):
                 synchronize(handle)  # p holds the combined change
                 p.data.add_(self._starts[p])
         finally:
-            self._forget_submissions()
-            self._reset_passes()
+            self._end_step()
         return loss
 
 

@@ -62,15 +62,18 @@ def _per_channel(t):
 class _SyncBatchNorm(Function):
     @staticmethod
     def forward(ctx, input, weight, bias, running_mean, running_var, eps, momentum, process_set):
-        x = input.contiguous()
+        # Arithmetic in float32 at least (float16 inputs lose too much), float64 for the ranks'
+        # statistics: their counts stay exact, and combining them loses nothing.
+        compute = torch.float64 if input.dtype == torch.float64 else torch.float32
+        x = input.contiguous().to(compute)
         channels = x.size(1)
         dims = [d for d in range(x.dim()) if d != 1]
-        # Statistics in float64: counts stay exact, and the combination loses nothing.
-        x64 = x.double()
         count = x.numel() // channels
-        mean = x64.sum(dims) / max(count, 1)
-        m2 = ((x64 - mean.view(_per_channel(x))) ** 2).sum(dims)
-        local = torch.cat([mean.new_tensor([count]), mean, m2]).unsqueeze(0)
+        if count > 0:
+            var, mean = torch.var_mean(x, dims, unbiased=False)
+        else:   # an empty batch on this rank: it adds nothing
+            var = mean = x.new_zeros(channels)
+        local = torch.cat([mean.new_tensor([count]), mean, var * count]).double().unsqueeze(0)
         gathered = synchronize(allgather_async(local, name='sync_batch_norm.stats', process_set=process_set))
 
         counts, means, m2s = gathered[:, :1], gathered[:, 1:channels + 1], gathered[:, channels + 1:]
@@ -87,21 +90,20 @@ class _SyncBatchNorm(Function):
             running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype), alpha=momentum)
 
         shape = _per_channel(x)
-        mean = mean.to(x.dtype)
-        invstd = torch.rsqrt(var + eps).to(x.dtype)
-        xhat = (x - mean.view(shape)) * invstd.view(shape)
-        out = xhat if weight is None else xhat * weight.view(shape)
+        invstd = torch.rsqrt(var + eps).to(compute)
+        xhat = (x - mean.to(compute).view(shape)) * invstd.view(shape)
+        out = xhat if weight is None else xhat * weight.to(compute).view(shape)
         if bias is not None:
-            out = out + bias.view(shape)
+            out = out + bias.to(compute).view(shape)
         ctx.save_for_backward(xhat, weight, invstd)
         ctx.total = total.item()
         ctx.process_set = process_set
-        return out
+        return out.to(input.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
         xhat, weight, invstd = ctx.saved_tensors
-        dy = grad_output.contiguous()
+        dy = grad_output.contiguous().to(xhat.dtype)
         dims = [d for d in range(dy.dim()) if d != 1]
         shape = _per_channel(dy)
         sum_dy = dy.sum(dims)
@@ -113,10 +115,11 @@ class _SyncBatchNorm(Function):
             sums = synchronize(allreduce_async(torch.cat([sum_dy, sum_dy_xhat]), name='sync_batch_norm.grad_sums',
                                                op=Sum, process_set=ctx.process_set))
             mean_dy, mean_dy_xhat = (sums / ctx.total).split(sum_dy.numel())
-            scale = invstd if weight is None else invstd * weight
+            scale = invstd if weight is None else invstd * weight.to(invstd.dtype)
             grad_input = (dy - mean_dy.view(shape) - xhat * mean_dy_xhat.view(shape)) * scale.view(shape)
+            grad_input = grad_input.to(grad_output.dtype)
         if weight is not None and ctx.needs_input_grad[1]:
-            grad_weight = sum_dy_xhat
+            grad_weight = sum_dy_xhat.to(weight.dtype)
         if ctx.needs_input_grad[2]:
-            grad_bias = sum_dy
+            grad_bias = sum_dy.to(weight.dtype if weight is not None else grad_output.dtype)
         return grad_input, grad_weight, grad_bias, None, None, None, None, None

@@ -1,0 +1,98 @@
+"""kolo.torch's errors: what a rank does wrong raises at once on that rank; what ranks disagree
+on raises KoloError (code "Mismatch", kolo's message) on every rank; and the job goes on."""
+import pytest
+import torch
+
+import kolo.torch as hvd
+
+needs_two = pytest.mark.skipif(hvd.size() < 2, reason='ranks can disagree only with two or more')
+
+
+def test_error_types_are_horovods():
+    assert hvd.HorovodInternalError is hvd.KoloError
+    assert issubclass(hvd.KoloError, RuntimeError)
+    assert issubclass(hvd.InvalidArgumentError, hvd.KoloError)
+    assert issubclass(hvd.InvalidArgumentError, ValueError)
+
+
+@pytest.mark.parametrize('dtype', [torch.bool, torch.int16, torch.complex64], ids=str)
+def test_dtypes_kolo_lacks_raise_at_once(dtype):
+    tensor = torch.zeros(3, dtype=dtype)
+    for call in (hvd.allreduce, hvd.allgather, lambda t: hvd.broadcast(t, 0), hvd.alltoall,
+                 hvd.reducescatter, hvd.allreduce_async_):
+        with pytest.raises(hvd.InvalidArgumentError, match=r'dtype .* is not supported') as error:
+            call(tensor)
+        assert error.value.code == 'InvalidArgument'
+
+
+def test_a_bad_root_raises_at_once():
+    for root in (hvd.size(), -1):
+        with pytest.raises(hvd.InvalidArgumentError) as error:
+            hvd.broadcast(torch.zeros(2), root)
+        assert error.value.code == 'InvalidArgument'
+    with pytest.raises(ValueError, match='root_rank'):
+        hvd.broadcast(torch.zeros(2), 0.5)
+
+
+def test_a_tensor_on_an_unsupported_device_raises_at_once():
+    with pytest.raises(hvd.InvalidArgumentError, match='meta'):
+        hvd.allreduce(torch.zeros(2, device='meta'))
+
+
+def test_arguments_horovod_rejects():
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.poll(10 ** 9)
+    with pytest.raises(ValueError, match='no id'):
+        hvd.allreduce(torch.zeros(1), process_set=hvd.ProcessSet([0]))
+    with pytest.raises(ValueError, match='must be a 1-D integer tensor'):
+        hvd.alltoall(torch.zeros(2), splits=torch.ones(1, 1, dtype=torch.int32))
+
+
+@needs_two
+def test_a_name_already_in_flight_raises_at_once():
+    # Rank 0 submits 'duplicate' twice before the others submit it at all, so the first one
+    # is surely still in flight when the second comes.
+    tensor = torch.ones(4)
+    if hvd.rank() == 0:
+        first = hvd.allreduce_async(tensor, name='duplicate', op=hvd.Sum)
+        with pytest.raises(hvd.InvalidArgumentError, match='duplicate') as error:
+            hvd.allreduce_async(tensor, name='duplicate', op=hvd.Sum)
+        assert error.value.code == 'InvalidArgument'
+        hvd.broadcast(torch.zeros(1), 0, name='duplicate.checked')
+    else:
+        hvd.broadcast(torch.zeros(1), 0, name='duplicate.checked')
+        first = hvd.allreduce_async(tensor, name='duplicate', op=hvd.Sum)
+    assert torch.equal(hvd.synchronize(first), torch.full((4,), float(hvd.size())))
+
+
+def mismatch(call, name):
+    """Runs call() on every rank and returns the KoloError it raised."""
+    with pytest.raises(hvd.KoloError) as error:
+        call()
+    assert error.value.code == 'Mismatch', str(error.value)
+    assert name in str(error.value)
+    return error.value
+
+
+@needs_two
+def test_ranks_that_disagree_get_a_mismatch_on_every_rank():
+    r = hvd.rank()
+    mismatch(lambda: hvd.allreduce(torch.zeros(2 + r), name='mismatch.shape'), 'mismatch.shape')
+    mismatch(lambda: hvd.allreduce(torch.zeros(2, dtype=torch.float32 if r else torch.float64),
+                                   name='mismatch.dtype'), 'mismatch.dtype')
+    mismatch(lambda: hvd.allreduce(torch.zeros(2), name='mismatch.op', op=hvd.Sum if r else hvd.Max),
+             'mismatch.op')
+    mismatch(lambda: hvd.allgather(torch.zeros(1, 2 + r), name='mismatch.allgather'), 'mismatch.allgather')
+    mismatch(lambda: hvd.broadcast(torch.zeros(2), r, name='mismatch.root'), 'mismatch.root')
+    mismatch(lambda: hvd.synchronize(hvd.grouped_allreduce_async([torch.zeros(1), torch.zeros(1 + r)],
+                                                                 name='mismatch.group')), 'mismatch.group')
+    # The job goes on.
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(hvd.size())))
+
+
+def test_adasum_on_a_number_of_ranks_that_is_no_power_of_two_raises_at_once():
+    if hvd.size() & (hvd.size() - 1) == 0:
+        assert hvd.allreduce(torch.ones(2), op=hvd.Adasum).shape == (2,)
+    else:
+        with pytest.raises(hvd.InvalidArgumentError, match='power-of-two'):
+            hvd.allreduce(torch.ones(2), op=hvd.Adasum)
