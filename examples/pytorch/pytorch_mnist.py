@@ -7,12 +7,14 @@ like Horovod's examples/pytorch/pytorch_mnist.py:
 Reads the gzip (or plain) IDX files from --data-dir (Debian's dataset-fashion-mnist puts
 them in /usr/share/datasets/fashion-mnist); nothing is downloaded. Each rank trains on its
 shard of every epoch (DistributedSampler) with --batch-size images a step, and the
-learning rate is scaled by the number of ranks (Horovod's idiom). --global-batch-size N
-instead splits N images a step across the ranks and keeps the learning rate: the same
-training as one process, up to float rounding. A run is deterministic given --seed.
+learning rate is scaled by the number of ranks (Horovod's idiom; --warmup-epochs ramps it
+up, --lr-decay cosine brings it down to 0 by the end). --global-batch-size N instead
+splits N images a step across the ranks and keeps the learning rate: the same training as
+one process, up to float rounding. A run is deterministic given --seed.
 """
 import argparse
 import gzip
+import math
 import os
 import struct
 import time
@@ -36,6 +38,10 @@ parser.add_argument("--test-batch-size", type=int, default=1000, help="input bat
 parser.add_argument("--epochs", type=int, default=3, help="number of epochs to train (default: 3)")
 parser.add_argument("--lr", type=float, default=0.01, help="learning rate of one rank (default: 0.01)")
 parser.add_argument("--momentum", type=float, default=0.5, help="SGD momentum (default: 0.5)")
+parser.add_argument("--warmup-epochs", type=float, default=0,
+                    help="ramp the lr up from one rank's over these epochs, as Horovod's imagenet example (default: 0)")
+parser.add_argument("--lr-decay", choices=["none", "cosine"], default="none",
+                    help="after the warmup: a constant lr, or a cosine decay to 0 at the end (default: none)")
 parser.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
 parser.add_argument("--log-interval", type=int, default=100, help="batches between training status lines")
 parser.add_argument("--threads", type=int, default=1, help="torch threads per rank (default: 1)")
@@ -97,6 +103,7 @@ def train(args):
         # Horovod: set epoch to sampler for shuffling.
         train_sampler.set_epoch(epoch)
         for batch_idx, (data, target) in enumerate(train_loader):
+            adjust_learning_rate(epoch, batch_idx)
             optimizer.zero_grad()
             output = model(data)
             loss = F.nll_loss(output, target)
@@ -107,6 +114,19 @@ def train(args):
                 print("Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}".format(
                     epoch, batch_idx * args.batch_size, len(train_sampler), 100. * batch_idx / len(train_loader),
                     loss.item()), flush=True)
+
+    def adjust_learning_rate(epoch, batch_idx):
+        # Horovod: a large lr x size from the first step can diverge, so ramp up to it
+        # (Goyal et al., "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour").
+        done = epoch - 1 + float(batch_idx) / len(train_loader)
+        if done < args.warmup_epochs:
+            factor = 1. / lr_scaler * (done * (lr_scaler - 1) / args.warmup_epochs + 1)
+        elif args.lr_decay == "cosine":
+            factor = 0.5 * (1 + math.cos(math.pi * (done - args.warmup_epochs) / (args.epochs - args.warmup_epochs)))
+        else:
+            factor = 1.
+        for param_group in optimizer.param_groups:
+            param_group["lr"] = args.lr * lr_scaler * factor
 
     def metric_average(val, name):
         tensor = torch.tensor(val)
@@ -190,9 +210,10 @@ def train(args):
                                          gradient_predivide_factor=args.gradient_predivide_factor)
 
     if hvd.rank() == 0:
-        print("Fashion-MNIST from {}: {} training and {} test images; {} rank(s), batch {} per rank, lr {:g}".format(
-            args.data_dir, len(train_dataset), len(test_dataset), hvd.size(), args.batch_size, args.lr * lr_scaler),
-            flush=True)
+        print("Fashion-MNIST from {}: {} training and {} test images; {} rank(s), batch {} per rank, lr {:g}{}".format(
+            args.data_dir, len(train_dataset), len(test_dataset), hvd.size(), args.batch_size, args.lr * lr_scaler,
+            "".join([", warmup {:g} epochs".format(args.warmup_epochs) if args.warmup_epochs else "",
+                     ", cosine decay" if args.lr_decay == "cosine" else ""])), flush=True)
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         train_epoch(epoch)
