@@ -31,7 +31,9 @@ Rows of the table:
                      two such processes at once, PyTorch's ceiling.
 
 --rows picks some of the rows by name ('kolo, MPI spins' quoted); "no communication" needs
-"kolo", and "PyTorch alone" is measured with or without "kolo.torch".
+"kolo", and "PyTorch alone" is measured with or without "kolo.torch". Without --rows, a
+build without the PyTorch bindings (no <build>/python/kolo/torch) leaves out the two
+Python rows.
 
 The machine is shared and noisy, so the runs of a net are repeated --rounds times in an
 order that rotates every round, efficiencies are computed within each round (runs minutes
@@ -61,6 +63,7 @@ ITER_LINE = re.compile(r"^Iter #\d+: ([\d.]+) img/sec per rank$", re.M)
 CPU_LINE = re.compile(r"^CPU time per image on rank 0: ([\d.]+) ms$", re.M)
 YIELD = ["--mca", "mpi_yield_when_idle", "1"]
 ROWS = ["kolo", "kolo, MPI spins", "kolo.torch", "DDP", "no communication", "PyTorch alone"]
+TORCH_ROWS = ["kolo.torch", "PyTorch alone"]  # need the build's Python package
 
 
 @dataclass
@@ -83,11 +86,19 @@ def parse_args(argv=None):
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--timeout", type=float, default=600, help="seconds one run may take")
     p.add_argument("--boost", action="store_true", help="run in a new session at autogroup nice -19 (root)")
-    p.add_argument("--rows", nargs="+", default=ROWS, metavar="ROW",
-                   help="the rows to measure (default: all): " + "; ".join(repr(r) for r in ROWS))
+    p.add_argument("--rows", nargs="+", metavar="ROW",
+                   help="the rows to measure (default: all; the Python rows when the build has kolo.torch): " +
+                   "; ".join(repr(r) for r in ROWS))
     a = p.parse_args(argv)
     if a.only and a.only not in CONFIGS:
         p.error(f"--only {a.only}: one of {', '.join(CONFIGS)}")
+    package = os.path.join(a.build, "python", "kolo", "torch")
+    if a.rows is None:
+        a.rows = [r for r in ROWS if r not in TORCH_ROWS or os.path.isdir(package)]
+        if len(a.rows) < len(ROWS):
+            print(f"no {package} (a build without KOLO_WITH_TORCH): leaving out the rows {', '.join(TORCH_ROWS)}")
+    elif any(r in TORCH_ROWS for r in a.rows) and not os.path.isdir(package):
+        p.error(f"--rows {', '.join(r for r in a.rows if r in TORCH_ROWS)}: no {package} (build kolo_torch_python)")
     unknown = [r for r in a.rows if r not in ROWS]
     if unknown:
         p.error(f"--rows {'; '.join(repr(r) for r in unknown)}: not a row; the rows: {'; '.join(repr(r) for r in ROWS)}")
