@@ -3,11 +3,13 @@
 the same run (docs/perf.md, "Weak scaling vs PyTorch DDP"):
 
     bench/synthetic_benchmark/compare_scaling.py [--build build] [--rounds 7] [--only resnet18] [--boost]
+        [--rows kolo kolo.torch DDP ...]
 
 For each net (the MNIST net, batch 64 per rank, 28x28; ResNet-18, batch 32 per rank,
 32x32, 10 classes) it runs Horovod's synthetic benchmark at np 1 and np 2 with 1 compute
 thread per rank: kolo's synthetic_benchmark under mpirun, and ddp_benchmark.py
-(DistributedDataParallel on gloo, the same net definitions and step). The throughput of a
+(DistributedDataParallel on gloo, the same net definitions and step), and the same benchmark
+in Python on kolo.torch, examples/pytorch/pytorch_synthetic_benchmark.py. The throughput of a
 run is the median of its timed iterations' img/s (rank 0's clock, after the warmup
 batches) times the ranks; weak-scaling efficiency = throughput(np 2) / (2 x throughput(np 1)).
 
@@ -17,9 +19,21 @@ Rows of the table:
                      threads (compute, and the background thread that runs the collectives),
                      so 2 ranks on 2 cores are oversubscribed, the case that setting is for.
   kolo, MPI spins    plain mpirun: a rank waiting in MPI_Allreduce spins at full speed.
+  kolo.torch         examples/pytorch/pytorch_synthetic_benchmark.py (PyTorch's kernels,
+                     kolo.torch's DistributedOptimizer) under mpirun, as the kolo row, with
+                     PYTHONPATH=<build>/python.
   DDP                gloo waits in the kernel (blocking sockets) without a setting.
   no communication   two independent kolo np 1 jobs at once: the machine's ceiling (shared
                      caches and memory bandwidth), against kolo's np 1 of the same round.
+  PyTorch alone      the same script with --no-kolo (plain PyTorch, one process, no kolo):
+                     at np 1 the baseline of kolo.torch's overhead, printed under the table
+                     (median over rounds of 1 - kolo.torch's np 1 / this np 1); its np 2 is
+                     two such processes at once, PyTorch's ceiling.
+
+--rows picks some of the rows by name ('kolo, MPI spins' quoted); "no communication" needs
+"kolo", and "PyTorch alone" is measured with or without "kolo.torch". Without --rows, a
+build without the PyTorch bindings (no <build>/python/kolo/torch) leaves out the two
+Python rows.
 
 The machine is shared and noisy, so the runs of a net are repeated --rounds times in an
 order that rotates every round, efficiencies are computed within each round (runs minutes
@@ -48,6 +62,8 @@ CONFIGS = {  # model: (batch per rank, image size, classes)
 ITER_LINE = re.compile(r"^Iter #\d+: ([\d.]+) img/sec per rank$", re.M)
 CPU_LINE = re.compile(r"^CPU time per image on rank 0: ([\d.]+) ms$", re.M)
 YIELD = ["--mca", "mpi_yield_when_idle", "1"]
+ROWS = ["kolo", "kolo, MPI spins", "kolo.torch", "DDP", "no communication", "PyTorch alone"]
+TORCH_ROWS = ["kolo.torch", "PyTorch alone"]  # need the build's Python package
 
 
 @dataclass
@@ -56,6 +72,8 @@ class Variant:
     np1: list   # command at np 1
     np2: list   # command at np 2 (or the np 1 command, run twice at once)
     copies: int = 1  # > 1: np2 is `copies` independent np 1 jobs
+    np1_from: str = ""  # the variant whose np 1 run this one shares (not run twice)
+    env: dict = None  # variables added to the environment of its runs
 
 
 def parse_args(argv=None):
@@ -68,9 +86,24 @@ def parse_args(argv=None):
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--timeout", type=float, default=600, help="seconds one run may take")
     p.add_argument("--boost", action="store_true", help="run in a new session at autogroup nice -19 (root)")
+    p.add_argument("--rows", nargs="+", metavar="ROW",
+                   help="the rows to measure (default: all; the Python rows when the build has kolo.torch): " +
+                   "; ".join(repr(r) for r in ROWS))
     a = p.parse_args(argv)
     if a.only and a.only not in CONFIGS:
         p.error(f"--only {a.only}: one of {', '.join(CONFIGS)}")
+    package = os.path.join(a.build, "python", "kolo", "torch")
+    if a.rows is None:
+        a.rows = [r for r in ROWS if r not in TORCH_ROWS or os.path.isdir(package)]
+        if len(a.rows) < len(ROWS):
+            print(f"no {package} (a build without KOLO_WITH_TORCH): leaving out the rows {', '.join(TORCH_ROWS)}")
+    elif any(r in TORCH_ROWS for r in a.rows) and not os.path.isdir(package):
+        p.error(f"--rows {', '.join(r for r in a.rows if r in TORCH_ROWS)}: no {package} (build kolo_torch_python)")
+    unknown = [r for r in a.rows if r not in ROWS]
+    if unknown:
+        p.error(f"--rows {'; '.join(repr(r) for r in unknown)}: not a row; the rows: {'; '.join(repr(r) for r in ROWS)}")
+    if "no communication" in a.rows and "kolo" not in a.rows:
+        p.error("--rows: 'no communication' shares kolo's np 1 run, so it needs 'kolo'")
     return a
 
 
@@ -91,14 +124,27 @@ def variants(a, args):
     def ddp(ranks):
         return ["/usr/bin/python3", os.path.join(HERE, "ddp_benchmark.py"), "--np", str(ranks), *args]
 
-    return [Variant("kolo", kolo(1, YIELD), kolo(2, YIELD)), Variant("kolo, MPI spins", kolo(1, []), kolo(2, [])),
-            Variant("DDP", ddp(1), ddp(2)), Variant("no communication", kolo(1, YIELD), kolo(1, YIELD), copies=2)]
+    script = ["/usr/bin/python3", os.path.join(ROOT, "examples", "pytorch", "pytorch_synthetic_benchmark.py"), *args]
+    python_path = {"PYTHONPATH": os.pathsep.join(
+        [os.path.join(a.build, "python")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
+
+    def kolo_torch(ranks):
+        return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", *YIELD, *root, *script]
+
+    plain = script + ["--no-kolo"]
+    every = [Variant("kolo", kolo(1, YIELD), kolo(2, YIELD)), Variant("kolo, MPI spins", kolo(1, []), kolo(2, [])),
+             Variant("kolo.torch", kolo_torch(1), kolo_torch(2), env=python_path),
+             Variant("DDP", ddp(1), ddp(2)),
+             Variant("no communication", kolo(1, YIELD), kolo(1, YIELD), copies=2, np1_from="kolo"),
+             Variant("PyTorch alone", plain, plain, copies=2, env=python_path)]
+    return [v for v in every if v.name in a.rows]
 
 
-def measure(command, ranks, timeout, copies=1):
+def measure(command, ranks, timeout, copies=1, env=None):
     """Runs `copies` instances of command at once. Returns (img/s of all of them: the median
     timed iteration of each rank 0 times its ranks, summed; the first one's rank-0 CPU ms per image)."""
-    jobs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    environment = dict(os.environ, **env) if env else None
+    jobs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment)
             for _ in range(copies)]
     total, cpu_ms = 0.0, None
     for job in jobs:
@@ -145,17 +191,19 @@ def run_net(model, a):
         results[v.name] = {"np1": [], "np2": [], "cpu1": [], "cpu2": []}
         runs.append((v, "np1", v.np1, 1))
         runs.append((v, "np2", v.np2, v.copies))
-    # The ceiling's np 1 is kolo's np 1 of the same round: do not run it twice.
-    runs = [r for r in runs if not (r[0].copies > 1 and r[1] == "np1")]
+    # A ceiling's np 1 is another row's np 1 of the same round: do not run it twice.
+    runs = [r for r in runs if not (r[0].np1_from and r[1] == "np1")]
     for r in range(a.rounds):
         shift = r % len(runs)  # a different first run every round
         for v, key, command, copies in runs[shift:] + runs[:shift]:
             ranks = 2 if key == "np2" and copies == 1 else 1
-            rate, cpu_ms = measure(command, ranks, a.timeout, copies)
+            rate, cpu_ms = measure(command, ranks, a.timeout, copies, v.env)
             results[v.name][key].append(rate)
             results[v.name]["cpu" + key[-1]].append(cpu_ms)
-        results["no communication"]["np1"] = results["kolo"]["np1"]
-        results["no communication"]["cpu1"] = results["kolo"]["cpu1"]
+        for v, _, _, _ in runs:
+            if v.np1_from:
+                results[v.name]["np1"] = results[v.np1_from]["np1"]
+                results[v.name]["cpu1"] = results[v.np1_from]["cpu1"]
         print(f"{model} round {r + 1}: " + "; ".join(
             f"{name} {f['np1'][-1]:.1f} / {f['np2'][-1]:.1f} (eff {f['np2'][-1] / (2 * f['np1'][-1]):.2f})"
             for name, f in results.items()) + f" img/s at np 1 / 2; load {load_average()}", flush=True)
@@ -163,11 +211,19 @@ def run_net(model, a):
     batch, size, _ = CONFIGS[model]
     rows = []
     for name, f in results.items():
-        vs_ddp = statistics.median(e / d for e, d in zip(efficiency[name], efficiency["DDP"]))
+        vs_ddp = (f"{statistics.median(e / d for e, d in zip(efficiency[name], efficiency['DDP'])):.2f}"
+                  if "DDP" in efficiency else "–")
         rows.append(f"| {model} b{batch} {size}x{size} | {name} | {statistics.median(f['np1']):.1f} | "
                     f"{statistics.median(f['np2']):.1f} | **{statistics.median(efficiency[name]):.2f}** | "
-                    f"{vs_ddp:.2f} | {statistics.median(f['cpu1']):.2f} → {statistics.median(f['cpu2']):.2f} |")
-    return rows
+                    f"{vs_ddp} | {statistics.median(f['cpu1']):.2f} → {statistics.median(f['cpu2']):.2f} |")
+    notes = []
+    if "kolo.torch" in results and "PyTorch alone" in results:
+        torch_np1, plain_np1 = results["kolo.torch"]["np1"], results["PyTorch alone"]["np1"]
+        overheads = [1 - k / p for k, p in zip(torch_np1, plain_np1)]
+        notes.append(f"{model}: kolo.torch's overhead at np 1 over plain PyTorch (1 - img/s ratio, per round): median "
+                     f"{100 * statistics.median(overheads):.1f} %, rounds " +
+                     ", ".join(f"{100 * o:.1f}" for o in overheads) + " %")
+    return rows, notes
 
 
 def main():
@@ -175,16 +231,20 @@ def main():
     if a.boost:
         boost()
     print(f"load average (1/5/15 min) before: {load_average()}", flush=True)
-    rows = []
+    rows, notes = [], []
     for model in CONFIGS:
         if not a.only or model == a.only:
-            rows += run_net(model, a)
+            net_rows, net_notes = run_net(model, a)
+            rows += net_rows
+            notes += net_notes
     print(f"load average (1/5/15 min) after: {load_average()}")
     print(f"\nmedians over {a.rounds} rounds; img/s of all ranks together; efficiency = np 2 / (2 x np 1) and its "
           "ratio to DDP's, per round; CPU ms per image: rank 0's process over the timed iterations, np 1 → np 2\n")
     print("| net, batch per rank | run | np 1 img/s | np 2 img/s | efficiency | / DDP's | CPU ms/img |")
     print("|---|---|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
+    if notes:
+        print("\n" + "\n".join(notes))
 
 
 if __name__ == "__main__":
