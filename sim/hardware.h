@@ -1,0 +1,50 @@
+// sim/hardware.h: a cluster as the simulator sees it, read from a small JSON file
+// (sim/hardware/*.json): the link classes inside a node and between nodes (α, β), how many
+// ranks share a node, how many nodes, each node's CPU cores for data loading and each
+// device's compute throughput. Units inside the program are SI: seconds, bytes, FLOP/s.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kolo::sim {
+
+// A bad hardware file: the message names the file and the field.
+class HardwareError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class LinkKind { shared_memory, pcie, nvlink, ethernet, infiniband, roce };
+
+std::string to_string(LinkKind kind);
+
+// One link class in the α–β model: a message of n bytes costs alpha + n·beta.
+struct Link {
+  LinkKind kind = LinkKind::shared_memory;
+  double alpha_s = 0;          // latency per message (s)
+  double beta_s_per_byte = 0;  // 1 / bandwidth (s/byte)
+};
+
+struct Hardware {
+  std::string name;
+  int ranks_per_node = 1;
+  int nodes = 1;
+  Link intra_node;  // ranks that share a node
+  Link inter_node;  // ranks on different nodes
+  double loader_cores_per_node = 1;
+  double device_flops = 0;                    // per rank (FLOP/s)
+  std::map<std::string, std::string> sources;  // field -> where its number comes from
+
+  int ranks() const { return ranks_per_node * nodes; }
+};
+
+// origin names the data in error messages (the file's path, or a test's label).
+Hardware parse_hardware(const nlohmann::json& document, const std::string& origin);
+Hardware load_hardware(const std::filesystem::path& file);
+
+}  // namespace kolo::sim

@@ -1,0 +1,96 @@
+// The shipped hardware files load; a bad file's error names the file and the field.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/hardware.h"
+
+using namespace kolo::sim;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::filesystem::path kShipped = KOLO_SIM_HARDWARE_DIR;
+
+nlohmann::json valid() {
+  return nlohmann::json::parse(R"({
+    "name": "test", "ranks_per_node": 4, "nodes": 2,
+    "intra_node": {"kind": "nvlink", "latency_us": 2, "bandwidth_GBps": 50},
+    "inter_node": {"kind": "infiniband", "latency_us": 1.5, "bandwidth_GBps": 12.5},
+    "loader_cores_per_node": 32, "device_tflops": 15.7, "sources": {"nodes": "a test"}})");
+}
+
+}  // namespace
+
+TEST_CASE("the three shipped hardware files load, with a source for every number") {
+  for (const char* file : {"this_machine.json", "v100_nvlink2_edr.json", "pascal_25g_roce.json"}) {
+    INFO(file);
+    const Hardware hw = load_hardware(kShipped / file);
+    CHECK(hw.ranks() >= 1);
+    CHECK(hw.inter_node.beta_s_per_byte > 0);
+    for (const char* field : {"intra_node.bandwidth_GBps", "intra_node.latency_us", "inter_node.bandwidth_GBps",
+                              "inter_node.latency_us", "loader_cores_per_node", "device_tflops"})
+      CHECK(hw.sources.count(field) == 1);
+  }
+}
+
+TEST_CASE("a hardware file's units become seconds, seconds per byte and FLOP/s") {
+  const Hardware hw = parse_hardware(valid(), "test");
+  CHECK(hw.intra_node.kind == LinkKind::nvlink);
+  CHECK(hw.inter_node.alpha_s == Approx(1.5e-6));
+  CHECK(hw.inter_node.beta_s_per_byte == Approx(1.0 / 12.5e9));
+  CHECK(hw.device_flops == Approx(15.7e12));
+  CHECK(hw.ranks() == 8);
+  CHECK(hw.sources.at("nodes") == "a test");
+}
+
+TEST_CASE("a missing hardware file is named in the error") {
+  CHECK_THROWS_WITH(load_hardware("/nonexistent/cluster.json"), Contains("/nonexistent/cluster.json") && Contains("cannot open"));
+}
+
+TEST_CASE("a hardware file that is not JSON is named in the error") {
+  const auto path = std::filesystem::temp_directory_path() / "kolo_sim_not_json.json";
+  std::ofstream(path) << "{ not json";
+  CHECK_THROWS_WITH(load_hardware(path), Contains(path.string()) && Contains("not valid JSON"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a bad field is named in the error, with the origin") {
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* field;
+    const char* complaint;
+  };
+  const Case cases[] = {
+      {"/inter_node/bandwidth_GBps", -3, "'inter_node.bandwidth_GBps'", "negative"},
+      {"/inter_node/bandwidth_GBps", 0, "'inter_node.bandwidth_GBps'", "positive"},
+      {"/intra_node/latency_us", -1, "'intra_node.latency_us'", "negative"},
+      {"/intra_node/latency_us", "fast", "'intra_node.latency_us'", "number"},
+      {"/intra_node/kind", "carrier_pigeon", "'intra_node.kind'", "carrier_pigeon"},
+      {"/ranks_per_node", 2.5, "'ranks_per_node'", "whole number"},
+      {"/nodes", 0, "'nodes'", "whole number"},
+      {"/device_tflops", -15.7, "'device_tflops'", "negative"},
+      {"/inter_node", 12, "'inter_node'", "JSON object"},
+      {"/sources/nodes", 3, "'sources.nodes'", "string"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.pointer);
+    nlohmann::json doc = valid();
+    doc[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    CHECK_THROWS_AS(parse_hardware(doc, "cluster.json"), HardwareError);
+    CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"),
+                      Contains("cluster.json") && Contains(c.field) && Contains(c.complaint));
+  }
+}
+
+TEST_CASE("a missing field is named in the error") {
+  for (const char* pointer : {"/device_tflops", "/intra_node/bandwidth_GBps", "/sources"}) {
+    INFO(pointer);
+    nlohmann::json doc = valid();
+    const nlohmann::json::json_pointer p(pointer);
+    doc[p.parent_pointer()].erase(p.back());
+    CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("is missing"));
+  }
+}
