@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the runtime, the collective backends, the launcher and their tests with a sanitizer
+# Builds the runtime, the collective backends, the launcher, the simulator and their tests with a sanitizer
 # (KOLO_SANITIZE, cmake/KoloSanitizers.cmake) and runs those tests. A report fails the run,
 # whatever the test itself made of it: every report goes to a file, and the run fails when
 # any file is there (a test that expects a rank to die, or matches its output, would
@@ -45,7 +45,7 @@ reports=""  # the running job's report folder (run_job)
 # unloads its plugins before LeakSanitizer looks, so what they never free has no module
 # name left to suppress: whatever starts MPI runs without it.
 NO_MPI_PROGRAMS=(kolo_runtime_unit_tests kolo_inprocess_tests kolo_ops_unit_tests
-                 kolo_launcher_tests)
+                 kolo_launcher_tests kolo_sim_unit_tests)
 MPI_PROGRAMS=(kolo_shutdown_race kolo_mpi_tests kolo_init_modes kolo_timeline_writer)
 
 # Prints ctest's -I list "0,0,1,N,M,..." (an empty range, then test numbers: ",,,N" would
