@@ -210,7 +210,7 @@ class _DistributedOptimizer(_GradientHooks):
     def _submit_sparse(self, p):
         handle = sparse_allreduce_async(p.grad, name=self._parameter_names[p], op=self.op,
                                         process_set=self.process_set)
-        return lambda: self._set_grad(p, handle() if callable(handle) else synchronize(handle))
+        return lambda: self._set_grad(p, synchronize(handle))  # synchronize calls a sparse handle
 
     @staticmethod
     def _set_grad(p, reduced):
