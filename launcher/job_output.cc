@@ -18,41 +18,50 @@ void echo_line(std::FILE* to, const std::string& prefix, const std::string& text
 }  // namespace
 
 JobOutput::JobOutput(Settings settings) : settings_(std::move(settings)) {}
-JobOutput::~JobOutput() { flush(); }
+JobOutput::~JobOutput() { finish(); }
 
 JobOutput::RankLog& JobOutput::log_for(int rank) { return logs_[rank]; }
 
-void JobOutput::add(Stream stream, const OutputPiece& piece) {
+std::optional<OutputPiece> JobOutput::add(Stream stream, const OutputPiece& piece) {
+  if (piece.rank == kLauncherItself) {
+    add_line(stream, piece);
+    return piece;
+  }
+  std::string& open_line = log_for(piece.rank).open_line[static_cast<int>(stream)];
+  open_line += piece.text;
+  if (!piece.line_complete && open_line.size() <= kLongestHeldLine) return std::nullopt;
+  OutputPiece line{piece.rank, std::move(open_line), piece.line_complete};
+  open_line.clear();
+  add_line(stream, line);
+  return line;
+}
+
+void JobOutput::add_line(Stream stream, const OutputPiece& line) {
   const int s = static_cast<int>(stream);
   std::FILE* echo = stream == Stream::Stdout ? settings_.out : settings_.err;
-  if (piece.rank == kLauncherItself) {
-    echo_line(echo, "", piece.text);
-    launcher_lines_.push_back(piece.text);
+  if (line.rank == kLauncherItself) {
+    echo_line(echo, "", line.text);
+    launcher_lines_.push_back(line.text);
     if (launcher_lines_.size() > kLauncherLinesKept) launcher_lines_.pop_front();
     return;
   }
-  RankLog& log = log_for(piece.rank);
-  if (stream == Stream::Stderr && !log.last_piece_open[s] && piece.line_complete) {
-    if (std::optional<RankStart> start = parse_start_marker(piece.text)) {
-      starts_[piece.rank] = *start;
+  RankLog& log = log_for(line.rank);
+  if (stream == Stream::Stderr && line.line_complete) {
+    if (std::optional<RankStart> start = parse_start_marker(line.text)) {
+      starts_[line.rank] = *start;
       if (settings_.verbose)
-        std::fprintf(settings_.err, "kolorun: rank %d started on %s (pid %ld)\n", piece.rank,
+        std::fprintf(settings_.err, "kolorun: rank %d started on %s (pid %ld)\n", line.rank,
                      start->host.c_str(), start->pid);
       return;
     }
   }
-  echo_line(echo, "[" + std::to_string(piece.rank) + "]<" + kStreamNames[s] + ">:", piece.text);
-  if (log.last_piece_open[s] && !log.tail.empty()) {
-    log.tail.back() += piece.text;
-  } else {
-    log.tail.push_back(std::string("<") + kStreamNames[s] + ">:" + piece.text);
-    if (log.tail.size() > settings_.tail_lines) log.tail.pop_front();
-  }
-  log.last_piece_open[s] = !piece.line_complete;
-  write_file(log, piece.rank, stream, piece);
+  echo_line(echo, "[" + std::to_string(line.rank) + "]<" + kStreamNames[s] + ">:", line.text);
+  log.tail.push_back(std::string("<") + kStreamNames[s] + ">:" + line.text);
+  if (log.tail.size() > settings_.tail_lines) log.tail.pop_front();
+  write_file(log, line.rank, stream, line);
 }
 
-void JobOutput::write_file(RankLog& log, int rank, Stream stream, const OutputPiece& piece) {
+void JobOutput::write_file(RankLog& log, int rank, Stream stream, const OutputPiece& line) {
   if (settings_.log_directory.empty() || log.file_failed) return;
   const int s = static_cast<int>(stream);
   if (!log.files[s]) {
@@ -68,8 +77,19 @@ void JobOutput::write_file(RankLog& log, int rank, Stream stream, const OutputPi
       return;
     }
   }
-  *log.files[s] << piece.text;
-  if (piece.line_complete) *log.files[s] << '\n';
+  *log.files[s] << line.text;
+  if (line.line_complete) *log.files[s] << '\n';
+}
+
+void JobOutput::finish() {
+  for (auto& [rank, log] : logs_)
+    for (int s = 0; s < 2; ++s)
+      if (!log.open_line[s].empty()) {
+        OutputPiece line{rank, std::move(log.open_line[s]), false};
+        log.open_line[s].clear();
+        add_line(static_cast<Stream>(s), line);
+      }
+  flush();
 }
 
 void JobOutput::flush() {

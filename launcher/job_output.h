@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,16 @@ class JobOutput {
   explicit JobOutput(Settings settings);
   ~JobOutput();
 
-  void add(Stream stream, const OutputPiece& piece);
+  // Takes one piece of a rank's output. A rank's partial line is held back until the
+  // rest of it arrives, so that it is echoed, recorded and filed as one line: Open MPI
+  // forwards a rank's output as it reads it from a pty, which splits lines at tabs and
+  // newlines under load. Returns the line this piece completes, if any (past
+  // kLongestHeldLine a partial line is passed on as it is).
+  std::optional<OutputPiece> add(Stream stream, const OutputPiece& piece);
+  // Writes out what is buffered; partial lines stay held.
   void flush();
+  // End of the job: the ranks' held partial lines too, without a newline in the files.
+  void finish();
 
   int started_ranks() const { return static_cast<int>(starts_.size()); }
   std::vector<int> ranks_not_started() const;
@@ -46,12 +55,13 @@ class JobOutput {
  private:
   struct RankLog {
     std::deque<std::string> tail;
-    bool last_piece_open[2] = {false, false};  // per stream: the line continues
+    std::string open_line[2];  // per stream: a line whose newline has not come yet
     std::unique_ptr<std::ofstream> files[2];
     bool file_failed = false;
   };
   RankLog& log_for(int rank);
-  void write_file(RankLog& log, int rank, Stream stream, const OutputPiece& piece);
+  void add_line(Stream stream, const OutputPiece& line);
+  void write_file(RankLog& log, int rank, Stream stream, const OutputPiece& line);
 
   Settings settings_;
   std::map<int, RankLog> logs_;

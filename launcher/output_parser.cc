@@ -6,10 +6,6 @@
 namespace kolo::launcher {
 namespace {
 
-// A rank's partial line is held back until its newline or the next tag; past this size
-// it is passed on anyway so that a rank printing without newlines cannot grow memory.
-constexpr size_t kLongestHeldLine = 64 * 1024;
-
 struct Tag {
   size_t length = 0;
   int rank = 0;

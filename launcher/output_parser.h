@@ -15,6 +15,7 @@
 // confuse the attribution of that one line, nothing more.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,10 @@
 namespace kolo::launcher {
 
 inline constexpr int kLauncherItself = -1;  // output of mpirun/srun, not of a rank
+
+// A rank's partial line is held back until its newline; past this size it is passed on
+// anyway, so that a rank printing without newlines cannot grow kolorun's memory.
+inline constexpr size_t kLongestHeldLine = 64 * 1024;
 
 struct OutputPiece {
   int rank = kLauncherItself;

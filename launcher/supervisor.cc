@@ -54,7 +54,7 @@ class Watch {
       check_deadlines();
     }
     for (auto& stream : streams_) close_stream(stream);
-    output_.flush();
+    output_.finish();
     return end_;
   }
 
@@ -100,13 +100,14 @@ class Watch {
   }
 
   void add(Stream stream, const OutputPiece& piece) {
-    output_.add(stream, piece);
-    const FailureSign sign = failure_sign(piece.text);
+    const std::optional<OutputPiece> line = output_.add(stream, piece);
+    if (!line) return;  // a partial line: its failure sign, if any, is read once it is whole
+    const FailureSign sign = failure_sign(line->text);
     if (sign == FailureSign::None) return;
     // kolo's line is the job's story unless the launcher had already named a rank that
     // died: the ranks kolo found silent are then that rank's consequence.
-    if (sign == FailureSign::KoloFatal && piece.rank != kLauncherItself && !end_.kolo_fatal && !rank_named_)
-      end_.kolo_fatal = parse_kolo_fatal(piece.text);
+    if (sign == FailureSign::KoloFatal && line->rank != kLauncherItself && !end_.kolo_fatal && !rank_named_)
+      end_.kolo_fatal = parse_kolo_fatal(line->text);
     if (sign == FailureSign::RankFailed) rank_named_ = true;
     on_failure();
   }

@@ -54,6 +54,47 @@ TEST_CASE("the rank shim's start reports are recorded, not echoed", "[job-output
   std::fclose(sink);
 }
 
+TEST_CASE("a rank's line split into pieces is echoed once whole, between other ranks' lines",
+          "[job-output]") {
+  // What Open MPI forwards from a pty under load: "Train\t" and "Loss: 1" and "" as three
+  // reads, another rank's line in between.
+  std::FILE* out = std::tmpfile();
+  {
+    JobOutput output({2, "", false, out, out, 20});
+    CHECK_FALSE(output.add(Stream::Stdout, {0, "Train\t", false}));
+    CHECK(output.add(Stream::Stdout, {1, "other", true}) == OutputPiece{1, "other", true});
+    CHECK_FALSE(output.add(Stream::Stdout, {0, "Loss: 1", false}));
+    CHECK(output.add(Stream::Stdout, {0, "", true}) == OutputPiece{0, "Train\tLoss: 1", true});
+    CHECK_FALSE(output.add(Stream::Stdout, {1, "no newline at the end", false}));
+  }  // the job's end echoes what is still held
+  CHECK(contents(out) == "[1]<stdout>:other\n[0]<stdout>:Train\tLoss: 1\n[1]<stdout>:no newline at the end\n");
+  std::fclose(out);
+}
+
+TEST_CASE("a partial line is passed on past kLongestHeldLine", "[job-output]") {
+  std::FILE* sink = std::tmpfile();
+  JobOutput output({1, "", false, sink, sink, 20});
+  const std::string half(kLongestHeldLine / 2 + 1, 'x');
+  CHECK_FALSE(output.add(Stream::Stdout, {0, half, false}));
+  const std::optional<OutputPiece> passed = output.add(Stream::Stdout, {0, half, false});
+  REQUIRE(passed);
+  CHECK(passed->text == half + half);
+  CHECK_FALSE(passed->line_complete);
+  std::fclose(sink);
+}
+
+TEST_CASE("a start report split into pieces is still recorded, not echoed", "[job-output]") {
+  std::FILE* sink = std::tmpfile();
+  JobOutput output({1, "", false, sink, sink, 20});
+  const std::string marker = format_start_marker({"node0", 42, 7});
+  output.add(Stream::Stderr, {0, marker.substr(0, 5), false});
+  output.add(Stream::Stderr, {0, marker.substr(5), true});
+  CHECK(output.started_ranks() == 1);
+  CHECK(output.starts().at(0).pid == 42);
+  CHECK(contents(sink).empty());
+  std::fclose(sink);
+}
+
 TEST_CASE("a rank's tail keeps its last lines and joins partial pieces", "[job-output]") {
   std::FILE* sink = std::tmpfile();
   JobOutput output({1, "", false, sink, sink, 3});
