@@ -12,6 +12,9 @@
 
 namespace kolo {
 
+// How many allreduced bytes one candidate setting is tried on.
+inline constexpr int64_t kAutotuneBytesPerTrial = int64_t{128} << 20;
+
 struct TunedSetting {
   int64_t fusion_threshold_bytes = 0;
   int64_t chunk_bytes = 0;

@@ -2,6 +2,10 @@
 
 namespace kolo {
 
+FusionOptions fusion_options(int64_t threshold_bytes, int64_t chunk_bytes, int size) {
+  return {threshold_bytes, chunk_bytes > 0 ? chunk_bytes : int64_t{256} * 1024 * size};
+}
+
 int64_t response_bytes(const Response& response) {
   int64_t elements = 0;
   for (int64_t n : response.element_counts) elements += n;

@@ -20,6 +20,11 @@ struct FusionOptions {
   bool operator==(const FusionOptions&) const = default;
 };
 
+// The options a runtime of `size` ranks fuses with (KOLO_FUSION_THRESHOLD,
+// KOLO_ALLREDUCE_CHUNK_BYTES; chunk_bytes 0: the backend's default piece of 256 KiB per
+// rank). The scaling simulator plans with the same.
+FusionOptions fusion_options(int64_t threshold_bytes, int64_t chunk_bytes, int size);
+
 // Builds the fused sequence one tensor at a time, in order.
 class FusionPlan {
  public:

@@ -52,12 +52,10 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, Config config, const Cloc
                                          ExecutorRole{role_.id, role_.global_ranks});
   completions_ = std::make_unique<CompletionWatcher>(config_.control_timeout(), clock_,
                                                      [this](const Status& s) { watchdog_->failed(s); });
-  fusion_.threshold_bytes = config_.fusion_threshold_bytes;
-  fusion_.unfused_min_bytes = config_.allreduce_chunk_bytes > 0 ? config_.allreduce_chunk_bytes
-                                                                : int64_t{256} * 1024 * size;
+  fusion_ = fusion_options(config_.fusion_threshold_bytes, config_.allreduce_chunk_bytes, size);
   if (rank == 0) coordinator_ = std::make_unique<Coordinator>(size, role_.global_ranks, where_);
   if (config_.autotune)
-    autotuner_ = std::make_unique<Autotuner>(Autotuner::default_candidates(size), int64_t{128} << 20);
+    autotuner_ = std::make_unique<Autotuner>(Autotuner::default_candidates(size), kAutotuneBytesPerTrial);
   last_stall_check_ = clock_.now();
   thread_ = std::thread(&Runtime::loop, this);
 }

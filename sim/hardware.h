@@ -6,18 +6,15 @@
 
 #include <filesystem>
 #include <map>
-#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/json_fields.h"
+
 namespace kolo::sim {
 
-// A bad hardware file: the message names the file and the field.
-class HardwareError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using HardwareError = DataFileError;  // a bad hardware file
 
 enum class LinkKind { shared_memory, pcie, nvlink, ethernet, infiniband, roce };
 
