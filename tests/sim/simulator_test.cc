@@ -1,0 +1,141 @@
+// The simulated epoch against closed forms computed here: one large gradient's step is
+// its compute, one negotiation and one ring allreduce; a loader-bound node runs at its
+// loaders' rate; the seed makes runs repeatable; the model profiles hold the nets' real
+// parameter counts.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "sim/collective_cost.h"
+#include "sim/simulator.h"
+
+using namespace kolo::sim;
+
+namespace {
+
+// A flat cluster of `nodes` x `per_node` ranks with round numbers for links.
+Hardware cluster(int per_node, int nodes) {
+  Hardware hw;
+  hw.name = "test";
+  hw.ranks_per_node = per_node;
+  hw.nodes = nodes;
+  hw.intra_node = {LinkKind::nvlink, 2e-6, 1.0 / 50e9};
+  hw.inter_node = {LinkKind::infiniband, 5e-6, 1.0 / 10e9};
+  hw.loader_cores_per_node = 8;
+  hw.device_flops = 1e13;
+  return hw;
+}
+
+Workload one_gradient(int64_t elements, double ready_fraction = 1.0) {
+  Workload w;
+  w.profile.model = "one";
+  w.profile.gradients = {{"w", elements, ready_fraction}};
+  w.batch_per_rank = 10;
+  w.compute_s_per_image = 0.01;  // a 100 ms step
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("one large gradient ready at the end of backward: step = compute + negotiation + 2(p-1)a + 2(p-1)/p N b",
+          "[sim]") {
+  const int64_t elements = 50'000'000;  // 200 MB: the ring is the cheaper algorithm
+  const double bytes = 4.0 * elements;
+  for (auto [per_node, nodes] : {std::pair{4, 1}, std::pair{4, 8}, std::pair{8, 128}}) {
+    const Hardware hw = cluster(per_node, nodes);
+    const int p = hw.ranks();
+    Workload w = one_gradient(elements);
+    w.images_per_epoch = int64_t{10} * p;  // one step
+    const SimResult r = simulate(w, hw, KoloSettings{});
+    const Link& link = nodes > 1 ? hw.inter_node : hw.intra_node;
+    const double ring = 2.0 * (p - 1) * link.alpha_s + 2.0 * (p - 1) / p * bytes * link.beta_s_per_byte;
+    // The AND-allreduce of [flags | setting | 16 words of bits] and their complements,
+    // by recursive doubling: log2 p exchanges of 288 bytes.
+    const double steps = std::log2(double(p));
+    const double negotiation = steps * (link.alpha_s + 288 * link.beta_s_per_byte);
+    // The first sight of a name: the slow path gathers each rank's request (96 bytes) at
+    // rank 0 and broadcasts the response along a binomial tree.
+    const double slow_path = steps * link.alpha_s + (p - 1) * 96 * link.beta_s_per_byte +
+                             steps * (link.alpha_s + 96 * link.beta_s_per_byte);
+    INFO(p << " ranks on " << nodes << " nodes");
+    CHECK(allreduce_seconds(bytes, hw, KoloSettings{}) == Approx(ring).epsilon(1e-12));
+    CHECK(r.epoch_s == Approx(0.1 + negotiation + slow_path + ring).epsilon(1e-9));
+    CHECK(r.allreduce_s_per_step == Approx(ring).epsilon(1e-12));
+    CHECK(r.responses == 1);
+    CHECK(r.named_tensors == 1);
+  }
+}
+
+TEST_CASE("fp16 halves the bytes on the wire; hierarchical runs the three phases across nodes", "[sim]") {
+  const Hardware hw = cluster(4, 8);
+  KoloSettings fp16;
+  fp16.fp16 = true;
+  CHECK(allreduce_seconds(2e8, hw, fp16) == Approx(allreduce_seconds(1e8, hw, KoloSettings{})).epsilon(1e-12));
+  KoloSettings hierarchical;
+  hierarchical.hierarchical = true;
+  const double expected =
+      hierarchical_allreduce(4, 8, 1e8, link_cost(hw.intra_node), link_cost(hw.inter_node)).total();
+  CHECK(allreduce_seconds(1e8, hw, hierarchical) == Approx(expected).epsilon(1e-12));
+  CHECK(allreduce_seconds(1e8, cluster(4, 1), hierarchical) == allreduce_seconds(1e8, cluster(4, 1), KoloSettings{}));
+}
+
+TEST_CASE("a node whose loaders are slower than its devices trains at the loaders' rate", "[sim]") {
+  const Hardware hw = cluster(4, 2);
+  Workload w = one_gradient(1000, 0.5);
+  w.compute_s_per_image = 0.001;  // 1000 images/s a rank
+  w.images_per_epoch = 10 * 8 * 200;
+  w.loader_cpu_s_per_image = 0.01;  // 8 cores: 800 images/s a node, 200 a rank
+  const SimResult r = simulate(w, hw, KoloSettings{});
+  CHECK(r.images_per_s == Approx(2 * 800.0).epsilon(0.01));
+  CHECK(r.loader_wait_share > 0.7);
+  w.loader_cpu_s_per_image = 0.001;  // now 8000 images/s a node: the devices' rate rules
+  CHECK(simulate(w, hw, KoloSettings{}).images_per_s == Approx(8 * 1000.0).epsilon(0.02));
+}
+
+TEST_CASE("jitter and stragglers slow the step to its slowest rank, the same for the same seed", "[sim]") {
+  const Hardware hw = cluster(4, 4);
+  Workload w = one_gradient(1000);
+  w.images_per_epoch = 10 * 16 * 50;
+  const double steady = simulate(w, hw, KoloSettings{}).epoch_s;
+  const Variation jitter{0.05, 0, 1, 7};
+  const SimResult a = simulate(w, hw, KoloSettings{}, jitter);
+  CHECK(a.epoch_s == simulate(w, hw, KoloSettings{}, jitter).epoch_s);
+  CHECK(a.epoch_s != simulate(w, hw, KoloSettings{}, Variation{0.05, 0, 1, 8}).epoch_s);
+  // The expected maximum of 16 normal draws is about 1.77 standard deviations.
+  CHECK(a.epoch_s / steady == Approx(1 + 0.05 * 1.77).epsilon(0.02));
+  const SimResult slow = simulate(w, hw, KoloSettings{}, Variation{0, 1.0, 3.0, 1});
+  CHECK(slow.epoch_s == Approx(3 * steady).epsilon(0.01));
+}
+
+TEST_CASE("the shipped profiles hold the nets' parameters, gradients in backward order", "[sim]") {
+  const std::filesystem::path dir = std::filesystem::path(KOLO_SIM_HARDWARE_DIR).parent_path() / "profiles";
+  // torchvision's parameter counts, as its documentation lists them.
+  for (auto [model, parameters] : {std::pair{"resnet18", 11'689'512}, std::pair{"resnet50", 25'557'032},
+                                   std::pair{"vgg16", 138'357'544}, std::pair{"mnist_convnet", 62'346}}) {
+    const ModelProfile profile = load_profile(dir / (std::string(model) + ".json"));
+    INFO(model);
+    CHECK(profile.parameters == parameters);
+    int64_t sum = 0;
+    for (std::size_t i = 0; i < profile.gradients.size(); ++i) {
+      sum += profile.gradients[i].elements;
+      if (i > 0) CHECK(profile.gradients[i].ready_fraction >= profile.gradients[i - 1].ready_fraction);
+    }
+    CHECK(sum == parameters);
+    CHECK(profile.gradients.back().ready_fraction == 1.0);
+  }
+  const ModelProfile resnet = load_profile(dir / "resnet18.json");
+  // The last layer's gradients come first.
+  CHECK(resnet.gradients[0].name == "fc.weight");
+  CHECK(resnet.gradients[1].name == "fc.bias");
+}
+
+TEST_CASE("a bad profile names the file and the field", "[sim]") {
+  CHECK_THROWS_WITH(parse_profile(nlohmann::json::parse(R"({"model":"m","source":"s","layers":[]})"), "p.json"),
+                    "p.json: field 'layers' must be a non-empty array");
+  CHECK_THROWS_WITH(
+      parse_profile(nlohmann::json::parse(
+                        R"({"model":"m","source":"s","layers":[{"forward_flops":1,"params":[{"name":"w","elements":0}]}]})"),
+                    "p.json"),
+      "p.json: field 'layers[0].params[0].elements' must be a whole number of at least 1, got 0");
+  CHECK_THROWS_WITH(load_profile("/nonexistent/profile.json"), "/nonexistent/profile.json: cannot open the model profile");
+}
