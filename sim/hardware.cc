@@ -48,6 +48,7 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
   hw.nodes = top.count("nodes");
   hw.intra_node = read_link(top.object("intra_node"));
   hw.inter_node = read_link(top.object("inter_node"));
+  hw.devices_per_node = document.contains("devices_per_node") ? top.count("devices_per_node") : hw.ranks_per_node;
   hw.loader_cores_per_node = top.number("loader_cores_per_node", false);
   hw.device_flops = top.number("device_tflops", false) * 1e12;
   const FieldReader sources = top.object("sources");

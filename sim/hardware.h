@@ -33,6 +33,9 @@ struct Hardware {
   int nodes = 1;
   Link intra_node;  // ranks that share a node
   Link inter_node;  // ranks on different nodes
+  // Devices a node's ranks compute on; more ranks than devices share them (this machine:
+  // 2 cores for up to 4 ranks). Optional in the file; default: one per rank.
+  int devices_per_node = 1;
   double loader_cores_per_node = 1;
   double device_flops = 0;                    // per rank (FLOP/s)
   std::map<std::string, std::string> sources;  // field -> where its number comes from

@@ -19,6 +19,13 @@
 #include "sim/collective_cost.h"
 
 namespace kolo::sim {
+
+// Ranks beyond a node's devices share them (this machine's CPU cores): each computes, and
+// reduces and copies its share of every collective, that many times slower.
+double device_sharing(const Hardware& cluster) {
+  return std::max(1.0, double(cluster.ranks_per_node) / cluster.devices_per_node);
+}
+
 namespace {
 
 // tensor_queue.cc: a burst under way when the cycle wakes is waited out until no tensor
@@ -30,8 +37,11 @@ constexpr double kLongest = 500e-6;
 constexpr double kRequestBytes = 96;
 constexpr double kResponseBytes = 96;
 
+// The links the negotiation's small messages take, slowed as the devices are shared.
 LinkCost cluster_link(const Hardware& cluster) {
-  return link_cost(cluster.nodes > 1 ? cluster.inter_node : cluster.intra_node);
+  const LinkCost link = link_cost(cluster.nodes > 1 ? cluster.inter_node : cluster.intra_node);
+  const double sharing = device_sharing(cluster);
+  return {link.alpha * sharing, link.beta * sharing};
 }
 
 class Engine {
@@ -57,7 +67,7 @@ class Engine {
       ready_fraction_.push_back(g.ready_fraction);
     }
     if (ks_.autotune) autotuner_.emplace(Autotuner::default_candidates(p_), kAutotuneBytesPerTrial);
-    const double step = w_.step_compute_s();
+    const double step = w_.step_compute_s() * device_sharing(hw_);
     forward_s_ = step * w_.forward_share;
     optimizer_s_ = step * w_.optimizer_share;
     backward_s_ = step - forward_s_ - optimizer_s_;
@@ -364,13 +374,14 @@ double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettin
   const int p = cluster.ranks();
   if (p == 1) return 0.0;
   if (settings.fp16) bytes /= 2;
+  const double sharing = device_sharing(cluster);
   if (settings.hierarchical && cluster.nodes > 1 && cluster.ranks_per_node > 1)
-    return hierarchical_allreduce(cluster.ranks_per_node, cluster.nodes, bytes, link_cost(cluster.intra_node),
-                                  link_cost(cluster.inter_node))
-        .total();
+    return sharing * hierarchical_allreduce(cluster.ranks_per_node, cluster.nodes, bytes,
+                                            link_cost(cluster.intra_node), link_cost(cluster.inter_node))
+                         .total();
   // The collective library picks its algorithm by size: the cheaper of the two.
-  return std::min(flat_allreduce(FlatAlgorithm::ring, p, bytes, cluster),
-                  flat_allreduce(FlatAlgorithm::recursive_doubling, p, bytes, cluster));
+  return sharing * std::min(flat_allreduce(FlatAlgorithm::ring, p, bytes, cluster),
+                            flat_allreduce(FlatAlgorithm::recursive_doubling, p, bytes, cluster));
 }
 
 SimResult simulate(const Workload& workload, const Hardware& cluster, const KoloSettings& settings,

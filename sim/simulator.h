@@ -81,6 +81,10 @@ struct SimResult {
 SimResult simulate(const Workload& workload, const Hardware& cluster, const KoloSettings& settings,
                    const Variation& variation = {}, const RunOptions& options = {});
 
+// How many ranks share each device of a node (at least 1): they compute, and take their
+// part in collectives, that many times slower.
+double device_sharing(const Hardware& cluster);
+
 // The time one allreduce of `bytes` takes on the whole cluster with these settings
 // (exported for tests and for the what-if report).
 double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettings& settings);

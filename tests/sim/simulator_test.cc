@@ -21,6 +21,7 @@ Hardware cluster(int per_node, int nodes) {
   hw.nodes = nodes;
   hw.intra_node = {LinkKind::nvlink, 2e-6, 1.0 / 50e9};
   hw.inter_node = {LinkKind::infiniband, 5e-6, 1.0 / 10e9};
+  hw.devices_per_node = per_node;
   hw.loader_cores_per_node = 8;
   hw.device_flops = 1e13;
   return hw;
