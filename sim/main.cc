@@ -96,6 +96,8 @@ int run(const Options& o) {
   std::vector<int> ranks = o.ranks;
   if (ranks.empty())
     for (int n = 1; n <= hw.ranks(); n *= 2) ranks.push_back(n);
+  std::vector<Hardware> clusters;  // checked before anything is printed
+  for (int n : ranks) clusters.push_back(cluster_of(hw, n, o.gpus_per_node));
 
   std::printf("kolo-sim: %s on %s; batch %d per rank, %lld images per epoch, %.3f ms of compute per image\n",
               w.profile.model.c_str(), hw.name.c_str(), o.batch, static_cast<long long>(o.images),
@@ -111,8 +113,9 @@ int run(const Options& o) {
   }
   double base_rate = 0;
   int base_ranks = 0;
-  for (int n : ranks) {
-    const Hardware cluster = cluster_of(hw, n, o.gpus_per_node);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const int n = ranks[i];
+    const Hardware& cluster = clusters[i];
     kolo::Timeline timeline;
     RunOptions run_options;
     run_options.max_steps = o.max_steps;
