@@ -198,9 +198,22 @@ class Engine {
       double t = decided;
       ++result.cycles;
       // 1. cached tensors ready everywhere, in slot order, fused.
+      // A slot evicted since the step began (a small cache, a put by this step's slow path)
+      // no longer carries its tensor: as the runtime's invalidate() does, every rank sends
+      // it by name instead.
       std::vector<uint32_t> slots;
-      for (std::size_t k = done; k < ready; ++k)
-        if (cached[k]) slots.push_back(*cache_.find(requests_[k].name));
+      std::vector<std::size_t> evicted;
+      for (std::size_t k = done; k < ready; ++k) {
+        if (!cached[k]) continue;
+        const std::optional<uint32_t> slot = cache_.find(requests_[k].name);
+        if (slot && cache_.at(*slot) == requests_[k]) {
+          slots.push_back(*slot);
+        } else {
+          cached[k] = false;
+          evicted.push_back(k);
+          any_named = true;
+        }
+      }
       std::sort(slots.begin(), slots.end());
       if (!slots.empty()) {
         FusionPlan plan(fusion_);
@@ -217,7 +230,8 @@ class Engine {
         for (int r = 0; r < p_; ++r) {
           RequestList list;
           for (std::size_t k = accepted_[r]; k < new_accepted_[r]; ++k)
-            if (!cached[k]) list.requests.push_back(requests_[k]);
+            if (!cached[k] && !std::binary_search(evicted.begin(), evicted.end(), k)) list.requests.push_back(requests_[k]);
+          for (std::size_t k : evicted) list.requests.push_back(requests_[k]);
           names += static_cast<int64_t>(list.requests.size());
           if (!list.requests.empty()) coordinator_.add(r, list, as_time_point(entry_[r]));
         }

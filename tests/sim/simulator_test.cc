@@ -140,3 +140,27 @@ TEST_CASE("a bad profile names the file and the field", "[sim]") {
       "p.json: field 'layers[0].params[0].elements' must be a whole number of at least 1, got 0");
   CHECK_THROWS_WITH(load_profile("/nonexistent/profile.json"), "/nonexistent/profile.json: cannot open the model profile");
 }
+
+TEST_CASE("a response cache smaller than the step's tensors: evicted slots go by name, every tensor runs once a step",
+          "[sim]") {
+  const ModelProfile resnet =
+      load_profile(std::filesystem::path(KOLO_SIM_HARDWARE_DIR).parent_path() / "profiles" / "resnet18.json");
+  Workload w;
+  w.profile = resnet;
+  w.batch_per_rank = 32;
+  w.images_per_epoch = 32 * 4 * 5;
+  w.compute_s_per_image = 0.003;
+  for (int capacity : {0, 1, 10, 61, 62, 1024}) {
+    KoloSettings settings;
+    settings.cache_capacity = capacity;
+    const SimResult r = simulate(w, cluster(4, 1), settings);
+    INFO("capacity " << capacity);
+    CHECK(r.cached_tensors + r.named_tensors == 5 * static_cast<int64_t>(resnet.gradients.size()));
+    int64_t in_groups = 0;
+    for (const auto& step : r.groups_by_step)
+      for (const auto& group : step) in_groups += static_cast<int64_t>(group.size());
+    CHECK(in_groups == 5 * static_cast<int64_t>(resnet.gradients.size()));
+    if (capacity >= 62) CHECK(r.named_tensors == static_cast<int64_t>(resnet.gradients.size()));
+    if (capacity == 0) CHECK(r.cached_tensors == 0);
+  }
+}
