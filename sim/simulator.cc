@@ -284,7 +284,7 @@ class Engine {
                        SimResult& result) {
     for (const Response& r : responses) {
       const double bytes = double(response_bytes(r));
-      const double took = allreduce_seconds(bytes, hw_, current_settings());
+      const double took = allreduce_seconds(bytes, hw_, ks_);
       if (recorded) result.groups_by_step.back().push_back(r.names);
       if (traced) trace_response(r, bytes, t, t + took);
       allreduce_s_ += took;
@@ -295,13 +295,6 @@ class Engine {
       ++result.responses;
     }
     return t;
-  }
-
-  KoloSettings current_settings() const {
-    KoloSettings now = ks_;
-    now.fusion_threshold_bytes = fusion_.threshold_bytes;
-    now.chunk_bytes = fusion_.unfused_min_bytes;
-    return now;
   }
 
   void tune() {

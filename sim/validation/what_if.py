@@ -40,17 +40,14 @@ Runs in about a minute on two cores.
 """
 import argparse
 import concurrent.futures
-import csv
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from published import P100_IMAGES_PER_S, resnet101_images_per_s  # noqa: E402
+from published import P100_IMAGES_PER_S, Sim, resnet101_images_per_s  # noqa: E402
 
 V100_RESNET50_IMAGES_PER_S = 360.0  # see the docstring: 50,000 / 45 s x (128/224)^2 = 363
 
@@ -104,10 +101,9 @@ def changes(s, base):
 
 class Runner:
     def __init__(self, kolo_sim, max_steps, jobs):
-        self.kolo_sim, self.max_steps, self.jobs = kolo_sim, max_steps, jobs
+        self.sim = Sim(kolo_sim)  # counts the runs and their time
+        self.max_steps, self.jobs = max_steps, jobs
         self.cache = {}
-        self.calls = 0
-        self.seconds = 0.0
 
     def args(self, case, ranks, s, scenario):
         a = ["--hardware", case.hardware, "--model", case.model, "--batch", s["batch"], "--images", 1281167,
@@ -121,16 +117,8 @@ class Runner:
         return [str(x) for x in a]
 
     def _run(self, args):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "rows.csv")
-            start = time.perf_counter()
-            done = subprocess.run([self.kolo_sim] + args + ["--csv", path], capture_output=True, text=True)
-            took = time.perf_counter() - start
-            if done.returncode != 0:
-                raise RuntimeError(f"kolo-sim failed ({done.returncode}): {' '.join(args)}\n{done.stderr}")
-            with open(path) as f:
-                rows = list(csv.DictReader(f))
-        return float(rows[-1]["images_per_s"]), float(rows[-1]["comm_share"]), took
+        row = self.sim.run(args)[-1]
+        return row["images_per_s"], row["comm_share"]
 
     def evaluate(self, case, ranks, settings_list, scenario):
         """(images/s, allreduce share) for each settings dict (cached), run `jobs` at a time."""
@@ -142,10 +130,8 @@ class Runner:
         if todo:
             with concurrent.futures.ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 results = list(pool.map(lambda ks: self._run(self.args(case, ranks, ks[1], scenario)), todo))
-            for (key, _), (ips, comm, took) in zip(todo, results):
-                self.cache[key] = (ips, comm)
-                self.calls += 1
-                self.seconds += took
+            for (key, _), result in zip(todo, results):
+                self.cache[key] = result
         return [self.cache[(scenario, case.hardware, case.model, ranks, tuple(sorted(s.items())))] for s in settings_list]
 
 
@@ -284,7 +270,7 @@ def main(argv=None):
             rec += "; avoid " + ", ".join(f"{name} ({loss:+.1f}%)" for loss, name in bad[:4])
         lines.append(f"- {case.hardware}, {case.name}, {ranks} GPUs: {rec}.")
     lines += ["", "Models of the cluster: " + "; ".join(f"{tag}: {text}" for tag, text, _ in SCENARIOS) + ".", "",
-              f"{runner.calls} kolo-sim runs, {runner.seconds:.1f} s of kolo-sim time, "
+              f"{runner.sim.calls} kolo-sim runs, {runner.sim.seconds:.1f} s of kolo-sim time, "
               f"{time.perf_counter() - start:.1f} s in all."]
     text = "\n".join(lines) + "\n"
     print(text, end="")
