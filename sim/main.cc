@@ -82,6 +82,7 @@ int run(const Options& o) {
   w.loader_cpu_s_per_image = o.loader_cpu_ms * 1e-3;
   if (o.one_device_epoch_s > 0) w.compute_s_per_image = o.one_device_epoch_s / double(o.images);
   else if (o.one_device_images_per_s > 0) w.compute_s_per_image = 1.0 / o.one_device_images_per_s;
+  else if (w.profile.measured_s_per_image > 0) w.compute_s_per_image = w.profile.measured_s_per_image;
   else w.compute_s_per_image = compute_s_per_image_from_flops(w.profile, hw.device_flops, o.utilization);
 
   KoloSettings ks;
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
   Options o;
   app.add_option("--hardware", o.hardware, "hardware file, or a name in sim/hardware/ (this_machine, v100_nvlink2_edr, pascal_25g_roce)")
       ->capture_default_str();
-  app.add_option("--model", o.model, "model profile, or a name in sim/profiles/ (resnet18, resnet50, vgg16...)")
+  app.add_option("--model", o.model, "model profile, or a name in sim/profiles/ (resnet18, resnet50, vgg16...), or one made by sim/profile_from_timeline.py")
       ->capture_default_str();
   app.add_option("--ranks", o.ranks, "rank counts, e.g. 1,2,4,8 (default: powers of 2 up to the file's cluster)")
       ->delimiter(',')
@@ -191,7 +192,7 @@ int main(int argc, char** argv) {
   auto* rate = app.add_option("--one-device-images-per-s", o.one_device_images_per_s, "measured training images/s on one device")
                    ->check(CLI::PositiveNumber)
                    ->excludes(epoch);
-  app.add_option("--utilization", o.utilization, "without a measured time: the share of device_tflops a step achieves")
+  app.add_option("--utilization", o.utilization, "without a measured time (flag or measured profile): the share of device_tflops a step achieves")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 1.0))
       ->excludes(epoch)

@@ -1,10 +1,12 @@
 // sim/workload.h: what one rank's training step asks of kolo, as the simulator replays it:
 // the gradients in the order backward produces them, each with the point of the backward
 // pass at which it is ready, and the step's compute time split into forward, backward and
-// the optimizer's update. Read from a model profile (sim/profiles/<model>.json: layers,
-// parameters, FLOPs; make_profiles.py writes them) and given an absolute time by one of:
-// a measured one-device throughput (a published table's 1-GPU time, or this machine's
-// calibration), or the device's FLOP/s.
+// the optimizer's update. Read from a model profile, of one of two kinds:
+//   - from FLOPs (sim/profiles/<model>.json, make_profiles.py): "layers", each with its
+//     parameters and forward FLOPs; the time comes from a measured one-device throughput
+//     (a published table's 1-GPU time, this machine's calibration) or the device's FLOP/s;
+//   - measured (profile_from_timeline.py, from a kolo timeline of a real run):
+//     "gradients", each with its size and ready_fraction, and "compute_s_per_image".
 #pragma once
 
 #include <cstdint>
@@ -26,7 +28,8 @@ struct ModelProfile {
   std::string model;
   std::string source;
   int64_t parameters = 0;
-  double forward_flops_per_image = 0;
+  double forward_flops_per_image = 0;  // 0 in a profile measured from a timeline
+  double measured_s_per_image = 0;     // a measured profile's compute time per image; 0: none
   std::vector<Gradient> gradients;  // in the order backward makes them ready
 };
 

@@ -164,3 +164,19 @@ TEST_CASE("a response cache smaller than the step's tensors: evicted slots go by
     if (capacity == 0) CHECK(r.cached_tensors == 0);
   }
 }
+
+TEST_CASE("a measured profile gives its gradients and time per image; its errors name the field", "[sim]") {
+  const ModelProfile measured = parse_profile(nlohmann::json::parse(R"({"model":"m","source":"timeline",
+      "compute_s_per_image":0.002,"gradients":[{"name":"fc","elements":10,"ready_fraction":0.3},
+      {"name":"conv","elements":800,"ready_fraction":1}]})"), "m.json");
+  CHECK(measured.measured_s_per_image == 0.002);
+  CHECK(measured.parameters == 810);
+  REQUIRE(measured.gradients.size() == 2);
+  CHECK(measured.gradients[0].ready_fraction == 0.3);
+  CHECK_THROWS_WITH(compute_s_per_image_from_flops(measured, 1e12, 0.5),
+                    "the profile of m has no FLOPs: give its measured time per image (--one-device-images-per-s)");
+  CHECK_THROWS_WITH(parse_profile(nlohmann::json::parse(R"({"model":"m","source":"s","compute_s_per_image":1,
+      "gradients":[{"name":"a","elements":1,"ready_fraction":0.5},{"name":"b","elements":1,"ready_fraction":0.4}]})"),
+                                  "m.json"),
+                    "m.json: field 'gradients[1].ready_fraction' must not be below the previous gradient's (backward order)");
+}
