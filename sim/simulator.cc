@@ -20,10 +20,21 @@
 
 namespace kolo::sim {
 
-// Ranks beyond a node's devices share them (this machine's CPU cores): each computes, and
-// reduces and copies its share of every collective, that many times slower.
+// Ranks beyond a node's devices share them (this machine's CPU cores): each computes that
+// many times slower, and so does its CPU's part of every message (below).
 double device_sharing(const Hardware& cluster) {
   return std::max(1.0, double(cluster.ranks_per_node) / cluster.devices_per_node);
+}
+
+// The links as ranks that share their devices see them: a message's latency and a
+// shared-memory copy are work of the sharing ranks' CPUs, slowed as they are; a wire
+// between nodes moves its bytes at its own rate however busy the CPUs are.
+Hardware as_seen_by_sharing_ranks(Hardware cluster) {
+  const double sharing = device_sharing(cluster);
+  cluster.intra_node.alpha_s *= sharing;
+  cluster.intra_node.beta_s_per_byte *= sharing;
+  cluster.inter_node.alpha_s *= sharing;
+  return cluster;
 }
 
 namespace {
@@ -37,11 +48,10 @@ constexpr double kLongest = 500e-6;
 constexpr double kRequestBytes = 96;
 constexpr double kResponseBytes = 96;
 
-// The links the negotiation's small messages take, slowed as the devices are shared.
+// The link the negotiation's small messages take.
 LinkCost cluster_link(const Hardware& cluster) {
-  const LinkCost link = link_cost(cluster.nodes > 1 ? cluster.inter_node : cluster.intra_node);
-  const double sharing = device_sharing(cluster);
-  return {link.alpha * sharing, link.beta * sharing};
+  const Hardware seen = as_seen_by_sharing_ranks(cluster);
+  return link_cost(seen.nodes > 1 ? seen.inter_node : seen.intra_node);
 }
 
 class Engine {
@@ -381,14 +391,14 @@ double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettin
   const int p = cluster.ranks();
   if (p == 1) return 0.0;
   if (settings.fp16) bytes /= 2;
-  const double sharing = device_sharing(cluster);
-  if (settings.hierarchical && cluster.nodes > 1 && cluster.ranks_per_node > 1)
-    return sharing * hierarchical_allreduce(cluster.ranks_per_node, cluster.nodes, bytes,
-                                            link_cost(cluster.intra_node), link_cost(cluster.inter_node))
-                         .total();
+  const Hardware seen = as_seen_by_sharing_ranks(cluster);
+  if (settings.hierarchical && seen.nodes > 1 && seen.ranks_per_node > 1)
+    return hierarchical_allreduce(seen.ranks_per_node, seen.nodes, bytes, link_cost(seen.intra_node),
+                                  link_cost(seen.inter_node))
+        .total();
   // The collective library picks its algorithm by size: the cheaper of the two.
-  return sharing * std::min(flat_allreduce(FlatAlgorithm::ring, p, bytes, cluster),
-                            flat_allreduce(FlatAlgorithm::recursive_doubling, p, bytes, cluster));
+  return std::min(flat_allreduce(FlatAlgorithm::ring, p, bytes, seen),
+                  flat_allreduce(FlatAlgorithm::recursive_doubling, p, bytes, seen));
 }
 
 SimResult simulate(const Workload& workload, const Hardware& cluster, const KoloSettings& settings,

@@ -81,8 +81,9 @@ struct SimResult {
 SimResult simulate(const Workload& workload, const Hardware& cluster, const KoloSettings& settings,
                    const Variation& variation = {}, const RunOptions& options = {});
 
-// How many ranks share each device of a node (at least 1): they compute, and take their
-// part in collectives, that many times slower.
+// How many ranks share each device of a node (at least 1): they compute that many times
+// slower, and so do their CPUs' part of every message (latency, shared-memory copies);
+// the bytes on a wire between nodes are not slowed.
 double device_sharing(const Hardware& cluster);
 
 // The time one allreduce of `bytes` takes on the whole cluster with these settings

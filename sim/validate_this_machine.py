@@ -1,15 +1,26 @@
 #!/usr/bin/python3
-"""The simulator against this machine: calibrate (sim/calibrate.py), then predict the
-MNIST net's np 1, 2, 4 runs of bench/scaling and compare with fresh measurements.
+"""The simulator against this machine: calibrate (sim/calibrate.py), predict bench/scaling's
+runs of the MNIST net, and compare with fresh measurements; then check one of kolo-sim's
+recommendations on the namespace hosts.
 
-    sim/validate_this_machine.py [--rounds 3] [--build build] [--out FILE.md]
+    sim/validate_this_machine.py [--rounds 3] [--links none,1gbit] [--build build] [--out FILE.md]
 
-Each round runs bench/scaling/run_scaling.py --ranks 1,2,4 once; the rounds' spread per
-rank count is the noise band. The prediction is kolo-sim's, from the calibrated hardware
-file and the np 1 time per image, nothing fitted to the np 2 and np 4 rows.
+1. local np 1, 2, 4 (run_scaling.py --ranks 1,2,4), predicted from the calibrated
+   sim/hardware/this_machine.json and the np 1 time per image;
+2. with --links (root): np 2 and 4 over two namespace hosts (run_scaling.py --placements
+   netns), unshaped and at each shaped rate. The link between the hosts is calibrated
+   once, unshaped, with kolo-sim-probe at np 2 (one rank a host); a shaped rate is given
+   to kolo-sim as --link-GBps, not fitted. The hosts share this machine's cores: each host
+   is given 1 device;
+3. with --links: for the synthetic benchmark's MNIST net at np 2 over the hosts at the
+   slowest rate, kolo-sim ranks four settings (defaults, fp16 compression, a 5 ms cycle
+   time, no fusion) from a profile of an np 1 timeline; each is then measured there.
+Each round runs every configuration once; the rounds' spread is the noise band.
+Nothing is fitted to the np 2 and np 4 rows.
 """
 import argparse
 import csv
+import json
 import os
 import re
 import statistics
@@ -19,13 +30,151 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "bench", "scaling"))
+import placements  # noqa: E402
+
+TAG = re.compile(r"^\[\d+\]<stdout>:", re.M)
+RATE = re.compile(r"^(\d+(?:\.\d+)?)(gbit|mbit)$")
 
 
-def run(command, timeout):
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+def run(command, timeout, env=None):
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
     if done.returncode != 0:
         sys.exit(f"validate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")
     return done.stdout
+
+
+def gbytes_per_s(rate):
+    m = RATE.match(rate)
+    if not m:
+        sys.exit(f"validate: link rate '{rate}': expected e.g. 1gbit or 100mbit")
+    return float(m.group(1)) * (1.0 if m.group(2) == "gbit" else 1e-3) / 8
+
+
+def kolo_sim(args, *flags):
+    """kolo-sim's rows: {ranks: (epoch_s, images_per_s)}."""
+    table = run([os.path.join(args.build, "sim", "kolo-sim"), *map(str, flags)], 60)
+    rows = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 3 and cells[0].isdigit():
+            rows[int(cells[0])] = (float(cells[2]), float(cells[3]))
+    return rows
+
+
+def scaling_rounds(args, extra):
+    """{(placement, links, ranks): [epoch_s per round]} from run_scaling.py."""
+    measured = {}
+    for _ in range(args.rounds):
+        with tempfile.TemporaryDirectory() as out:
+            run([sys.executable, os.path.join(ROOT, "bench", "scaling", "run_scaling.py"), "--images", str(args.images),
+                 "--batch", str(args.batch), "--epochs", "3", "--build", args.build, "--out", out, *extra], 1800)
+            with open(os.path.join(out, "scaling.csv")) as f:
+                for row in csv.DictReader(f):
+                    key = (row["placement"], row["links"], int(row["ranks"]))
+                    measured.setdefault(key, []).append(float(row["epoch_s"]))
+    return measured
+
+
+def band(times):
+    median = statistics.median(times)
+    return median, f"{min(times):.3f}–{max(times):.3f} (±{50 * (max(times) - min(times)) / median:.1f} %)"
+
+
+def row(label, times, predicted):
+    median, spread = band(times)
+    return f"| {label} | {median:.3f} | {spread} | {predicted:.3f} | {100 * (predicted - median) / median:+.1f} % |"
+
+
+def netns_hardware(args, cluster, local_file):
+    """This machine as two namespace hosts: the local file's links inside a host, the
+    veth link between hosts fitted from kolo-sim-probe at np 2, one rank a host."""
+    probe = [os.path.join(args.build, "sim", "kolo-sim-probe"), "--reps", "30"]
+    cluster.shape("", "")
+    command, env = cluster.command(2, probe)
+    samples = [line for line in TAG.sub("", run(command, 300, env)).splitlines() if re.match(r"^\d+,2,", line)]
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        f.write("\n".join(samples) + "\n")
+    try:
+        fit = json.loads(run([os.path.join(args.build, "sim", "kolo-sim"), "fit-link", f.name], 60))
+    finally:
+        os.unlink(f.name)
+    with open(local_file) as f:
+        hw = json.load(f)
+    cores = hw["devices_per_node"]
+    hw.update({"name": "this machine as 2 namespace hosts (veth, TCP)", "ranks_per_node": 2, "nodes": 2,
+               "devices_per_node": max(1, cores // 2), "loader_cores_per_node": max(1, cores // 2)})
+    hw["inter_node"] = {"kind": "ethernet", "latency_us": round(fit["latency_us"], 3),
+                        "bandwidth_GBps": round(fit["bandwidth_GBps"], 3)}
+    hw["sources"] = dict(hw["sources"], **{
+        "devices_per_node": "the hosts share this machine's cores: half each",
+        "inter_node.latency_us": "sim/validate_this_machine.py: kolo allreduce at np 2 over two namespace hosts, "
+                                 "unshaped, ring fit: " + "; ".join(samples),
+        "inter_node.bandwidth_GBps": "the same fit"})
+    path = os.path.join(tempfile.mkdtemp(prefix="kolo-sim-netns-"), "netns.json")
+    with open(path, "w") as f:
+        json.dump(hw, f, indent=2)
+    return path, fit
+
+
+def synthetic_images_per_s(args, cluster, ranks, env, fp16):
+    bench = [os.path.join(args.build, "bench", "synthetic_benchmark", "synthetic_benchmark"), "--model", "mnist_convnet",
+             "--batch-size", "32", "--threads", "1", "--num-warmup-batches", "5", "--num-batches-per-iter", "10",
+             "--num-iters", "5"] + (["--fp16-allreduce"] if fp16 else [])
+    command, launch_env = cluster.command(ranks, bench)
+    out = run(command, 600, dict(launch_env, **env))
+    m = re.search(r"Total img/sec on \d+ rank\(s\): ([\d.]+)", TAG.sub("", out))
+    if not m:
+        sys.exit(f"validate: no 'Total img/sec' line in:\n{out}")
+    return float(m.group(1))
+
+
+# What a user might change, as kolo-sim flags and as the settings of a real run.
+CANDIDATES = [
+    ("kolo's defaults", [], {}, False),
+    ("fp16 compression", ["--fp16"], {}, True),
+    ("cycle time 5 ms", ["--cycle-time-ms", 5], {"KOLO_CYCLE_TIME": "5"}, False),
+    ("no fusion", ["--fusion-threshold-mb", 0], {"KOLO_FUSION_THRESHOLD": "0"}, False),
+]
+
+
+def recommendation_check(args, cluster, hardware, rate):
+    """kolo-sim's ranking of CANDIDATES for the synthetic MNIST net at np 2 over the hosts
+    at `rate`, against each one measured there."""
+    with tempfile.TemporaryDirectory() as work:
+        timeline, profile = os.path.join(work, "timeline.json"), os.path.join(work, "profile.json")
+        bench = [os.path.join(args.build, "bench", "synthetic_benchmark", "synthetic_benchmark"), "--model",
+                 "mnist_convnet", "--batch-size", "32", "--threads", "1", "--num-warmup-batches", "5",
+                 "--num-batches-per-iter", "10", "--num-iters", "5"]
+        run([os.path.join(args.build, "launcher", "kolorun"), "-np", "1", *bench], 300, {"KOLO_TIMELINE": timeline})
+        run([sys.executable, os.path.join(HERE, "profile_from_timeline.py"), timeline, "--batch", "32", "--out", profile],
+            60)
+        predicted = {}
+        for name, flags, _, _ in CANDIDATES:
+            predicted[name] = kolo_sim(args, "--hardware", hardware, "--model", profile, "--batch", 32, "--images",
+                                       32 * 2 * 500, "--ranks", 2, "--gpus-per-node", 1, "--link-GBps",
+                                       gbytes_per_s(rate), *flags)[2][1]
+    cluster.shape(rate, "")
+    measured = {name: [] for name, _, _, _ in CANDIDATES}
+    for _ in range(args.rounds):
+        for name, _, env, fp16 in CANDIDATES:
+            measured[name].append(synthetic_images_per_s(args, cluster, 2, env, fp16))
+    cluster.shape("", "")
+    base = CANDIDATES[0][0]
+    pick = max(predicted, key=predicted.get)
+    best = max(measured, key=lambda n: statistics.median(measured[n]))
+    lines = [f"kolo-sim's ranking of four settings for the synthetic benchmark's MNIST net (batch 32, profile from an "
+             f"np 1 timeline) at np 2 over two namespace hosts at {rate}, each measured there {args.rounds} times:", "",
+             "| setting | predicted images/s | vs defaults | measured images/s, median (min–max) | vs defaults |",
+             "|---|---:|---:|---:|---:|"]
+    for name, _, _, _ in CANDIDATES:
+        m = statistics.median(measured[name])
+        lines.append(f"| {name} | {predicted[name]:.0f} | {100 * (predicted[name] / predicted[base] - 1):+.1f} % | "
+                     f"{m:.0f} ({min(measured[name]):.0f}–{max(measured[name]):.0f}) | "
+                     f"{100 * (m / statistics.median(measured[base]) - 1):+.1f} % |")
+    lines += ["", f"kolo-sim recommends **{pick}**; the fastest measured was **{best}**."]
+    return lines
 
 
 def main():
@@ -34,40 +183,45 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--images", type=int, default=8192)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--out", default="", help="also write the table to this markdown file")
+    p.add_argument("--links", default="", help="also the namespace hosts at these rates, e.g. none,1gbit (root)")
+    p.add_argument("--out", default="", help="also write the tables to this markdown file")
     args = p.parse_args()
+    links = [x for x in args.links.split(",") if x]
+    for rate in links:
+        if rate != "none":
+            gbytes_per_s(rate)
 
     calibration = run([sys.executable, os.path.join(HERE, "calibrate.py"), "--build", args.build,
                        "--images", str(args.images)], 900)
     rate = float(re.search(r"--one-device-images-per-s ([\d.]+)", calibration).group(1))
+    common = ["--model", "mnist_convnet", "--batch", args.batch, "--images", args.images,
+              "--one-device-images-per-s", rate]
 
-    measured = {1: [], 2: [], 4: []}
-    for _ in range(args.rounds):
-        with tempfile.TemporaryDirectory() as out:
-            run([sys.executable, os.path.join(ROOT, "bench", "scaling", "run_scaling.py"), "--ranks", "1,2,4",
-                 "--images", str(args.images), "--batch", str(args.batch), "--epochs", "3", "--build", args.build,
-                 "--out", out], 1800)
-            with open(os.path.join(out, "scaling.csv")) as f:
-                for row in csv.DictReader(f):
-                    measured[int(row["ranks"])].append(float(row["epoch_s"]))
-
-    table = run([os.path.join(args.build, "sim", "kolo-sim"), "--hardware", "this_machine", "--model", "mnist_convnet",
-                 "--batch", str(args.batch), "--images", str(args.images), "--one-device-images-per-s", str(rate),
-                 "--ranks", "1,2,4"], 60)
-    predicted = {}
-    for line in table.splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) > 3 and cells[0].isdigit():
-            predicted[int(cells[0])] = float(cells[2])
-
+    measured = scaling_rounds(args, ["--ranks", "1,2,4"])
+    predicted = kolo_sim(args, "--hardware", "this_machine", "--ranks", "1,2,4", *common)
     lines = [f"Calibration: {calibration.strip().splitlines()[1]}; np 1 compute {1e3 / rate:.4f} ms per image.", "",
-             f"| ranks | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s) | error |",
-             "|---:|---:|---:|---:|---:|"]
-    for ranks, times in measured.items():
-        median = statistics.median(times)
-        band = f"{min(times):.3f}–{max(times):.3f} (±{50 * (max(times) - min(times)) / median:.1f} %)"
-        error = 100 * (predicted[ranks] - median) / median
-        lines.append(f"| {ranks} | {median:.3f} | {band} | {predicted[ranks]:.3f} | {error:+.1f} % |")
+             f"| run | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s) | error |",
+             "|---|---:|---:|---:|---:|"]
+    for ranks in (1, 2, 4):
+        lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)], predicted[ranks][0]))
+
+    if links:
+        with placements.NamespaceHosts(args.build, 2, 2) as cluster:
+            hardware, fit = netns_hardware(args, cluster, os.path.join(HERE, "hardware", "this_machine.json"))
+        lines[0] += (f" Between the namespace hosts (np 2, unshaped): latency {fit['latency_us']:.3g} us, "
+                     f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s.")
+        netns = scaling_rounds(args, ["--ranks", "2,4", "--placements", "netns", "--hosts", "2", "--links", ",".join(links)])
+        for rate_name in links:
+            shaped = [] if rate_name == "none" else ["--link-GBps", gbytes_per_s(rate_name)]
+            for ranks in (2, 4):
+                sim = kolo_sim(args, "--hardware", hardware, "--ranks", ranks, "--gpus-per-node", ranks // 2,
+                               *common, *shaped)
+                lines.append(row(f"netns np {ranks}, {rate_name} links", netns[("netns", rate_name, ranks)],
+                                 sim[ranks][0]))
+        slowest = min((r for r in links if r != "none"), key=gbytes_per_s, default=None)
+        if slowest:
+            with placements.NamespaceHosts(args.build, 2, 2) as cluster:
+                lines += [""] + recommendation_check(args, cluster, hardware, slowest)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -180,3 +180,17 @@ TEST_CASE("a measured profile gives its gradients and time per image; its errors
                                   "m.json"),
                     "m.json: field 'gradients[1].ready_fraction' must not be below the previous gradient's (backward order)");
 }
+
+TEST_CASE("ranks sharing a node's devices slow the latency and the shared-memory copies, not the wire", "[sim]") {
+  Hardware one_node = cluster(4, 1);
+  one_node.devices_per_node = 2;  // 2 ranks a device
+  const double n = 1e8;
+  const Link& intra = one_node.intra_node;
+  CHECK(allreduce_seconds(n, one_node, KoloSettings{}) ==
+        Approx(2.0 * 3 * 2 * intra.alpha_s + 2.0 * 3 / 4 * n * 2 * intra.beta_s_per_byte).epsilon(1e-12));
+  Hardware two_nodes = cluster(4, 2);
+  two_nodes.devices_per_node = 2;
+  const Link& inter = two_nodes.inter_node;
+  CHECK(allreduce_seconds(n, two_nodes, KoloSettings{}) ==
+        Approx(2.0 * 7 * 2 * inter.alpha_s + 2.0 * 7 / 8 * n * inter.beta_s_per_byte).epsilon(1e-12));
+}
