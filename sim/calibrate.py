@@ -7,7 +7,7 @@
    `kolo-sim fit-link` fits the ring's latency and bandwidth to it (np 2 has a core per
    rank; np 4 shares the 2 cores, which the simulator models as devices_per_node).
 2. Compute: bench/scaling's run of the MNIST net at np 1 (examples/mnist, --images per
-   epoch, batch 64) gives the training time per image on one rank.
+   epoch, batch 64, the median of 3 runs) gives the training time per image on one rank.
 
 It writes the hardware file (with the measured numbers as its sources) and prints the
 compute figure to give kolo-sim (--one-device-images-per-s) and the np 4 samples beside
@@ -57,7 +57,7 @@ def fit(build, samples):
 def compute_per_image(build, images):
     with tempfile.TemporaryDirectory() as out:
         command = [sys.executable, os.path.join(ROOT, "bench", "scaling", "run_scaling.py"), "--ranks", "1",
-                   "--images", str(images), "--epochs", "3", "--build", build, "--out", out]
+                   "--images", str(images), "--epochs", "3", "--repeat", "3", "--build", build, "--out", out]
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             sys.exit(f"calibrate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")

@@ -82,9 +82,33 @@ def band(times):
     return median, f"{min(times):.3f}–{max(times):.3f} (±{50 * (max(times) - min(times)) / median:.1f} %)"
 
 
-def row(label, times, predicted):
+def row(label, times, predicted, points):
+    points.append((label, times, predicted))
     median, spread = band(times)
     return f"| {label} | {median:.3f} | {spread} | {predicted:.3f} | {100 * (predicted - median) / median:+.1f} % |"
+
+
+def plot(points, path):
+    """Measured epoch times (median, min-max bar) beside kolo-sim's, one pair per run."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    xs = range(len(points))
+    medians = [statistics.median(t) for _, t, _ in points]
+    ax.errorbar([x - 0.1 for x in xs], medians,
+                yerr=[[m - min(t) for m, (_, t, _) in zip(medians, points)],
+                      [max(t) - m for m, (_, t, _) in zip(medians, points)]],
+                fmt="o", capsize=4, label="measured (median, min–max)")
+    ax.plot([x + 0.1 for x in xs], [p for _, _, p in points], "s", label="kolo-sim")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([label.replace(", ", "\n") for label, _, _ in points], fontsize=8)
+    ax.set_ylabel("epoch (s)")
+    ax.set_title("kolo-sim against this machine: the MNIST net, bench/scaling's default run")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def netns_hardware(args, cluster, local_file):
@@ -184,7 +208,7 @@ def main():
     p.add_argument("--images", type=int, default=8192)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--links", default="", help="also the namespace hosts at these rates, e.g. none,1gbit (root)")
-    p.add_argument("--out", default="", help="also write the tables to this markdown file")
+    p.add_argument("--out", default="", help="also write the tables to this markdown file, and a plot beside it (.png)")
     args = p.parse_args()
     links = [x for x in args.links.split(",") if x]
     for rate in links:
@@ -197,13 +221,14 @@ def main():
     common = ["--model", "mnist_convnet", "--batch", args.batch, "--images", args.images,
               "--one-device-images-per-s", rate]
 
+    points = []  # (label, measured epoch times, predicted) for the plot
     measured = scaling_rounds(args, ["--ranks", "1,2,4"])
     predicted = kolo_sim(args, "--hardware", "this_machine", "--ranks", "1,2,4", *common)
     lines = [f"Calibration: {calibration.strip().splitlines()[1]}; np 1 compute {1e3 / rate:.4f} ms per image.", "",
              f"| run | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s) | error |",
              "|---|---:|---:|---:|---:|"]
     for ranks in (1, 2, 4):
-        lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)], predicted[ranks][0]))
+        lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)], predicted[ranks][0], points))
 
     if links:
         with placements.NamespaceHosts(args.build, 2, 2) as cluster:
@@ -217,7 +242,7 @@ def main():
                 sim = kolo_sim(args, "--hardware", hardware, "--ranks", ranks, "--gpus-per-node", ranks // 2,
                                *common, *shaped)
                 lines.append(row(f"netns np {ranks}, {rate_name} links", netns[("netns", rate_name, ranks)],
-                                 sim[ranks][0]))
+                                 sim[ranks][0], points))
         slowest = min((r for r in links if r != "none"), key=gbytes_per_s, default=None)
         if slowest:
             with placements.NamespaceHosts(args.build, 2, 2) as cluster:
@@ -225,8 +250,11 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
+        png = os.path.splitext(args.out)[0] + ".png"
+        plot(points, png)
         with open(args.out, "w") as f:
-            f.write(text)
+            f.write("# kolo-sim against this machine\n\n`sim/validate_this_machine.py " +
+                    " ".join(sys.argv[1:]) + f"`; plot: `{os.path.basename(png)}`.\n\n" + text)
 
 
 if __name__ == "__main__":
