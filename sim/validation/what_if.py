@@ -159,6 +159,28 @@ def coordinate_search(runner, case, ranks, start, knobs, scenario):
     return best, best_ips
 
 
+def plot(summary, path):
+    """Efficiency with kolo's defaults and with the best settings found (batch held), per
+    cluster, model and size, in each model of the cluster."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(SCENARIOS), figsize=(11, 4.5), sharey=True)
+    for k, ax in enumerate(axes):
+        rows = [r for r in summary if r[2] == k]
+        xs = range(len(rows))
+        ax.bar([x - 0.2 for x in xs], [r[3] / r[4] for r in rows], 0.4, label="kolo's defaults")
+        ax.bar([x + 0.2 for x in xs], [r[6] / r[4] for r in rows], 0.4, label="best found")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([f"{r[0].name}\n{r[1]} GPUs" for r in rows], fontsize=7)
+        ax.set_title(SCENARIOS[k][1], fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("scaling efficiency")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kolo-sim", default=os.path.join(REPO, "build", "sim", "kolo-sim"))
@@ -276,9 +298,12 @@ def main(argv=None):
     print(text, end="")
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        png = os.path.splitext(args.out)[0] + ".png"
+        plot(summary, png)
         with open(args.out, "w") as f:
-            f.write(text)
-        print(f"\nwrote {args.out}", file=sys.stderr)
+            f.write(text.rstrip("\n") + f"\n\nPlot: `{os.path.basename(png)}` (efficiency, defaults against the best "
+                    "found with the batch held).\n")
+        print(f"\nwrote {args.out} and {png}", file=sys.stderr)
     return 0
 
 
