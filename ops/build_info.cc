@@ -57,6 +57,7 @@ BuildInfo build_info() {
 #ifdef KOLO_WITH_NCCL
   info.nccl = true;
   info.nccl_compiled = nccl_version_string(NCCL_VERSION_CODE);
+  info.nccl_version_code = NCCL_VERSION_CODE;
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess) info.nccl_runtime = nccl_version_string(nccl);
 #endif

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace kolo {
 
@@ -13,7 +16,8 @@ std::size_t dtype_size(DType dtype) {
     case DType::Float32:
     case DType::Int32: return 4;
     case DType::Float16:
-    case DType::BFloat16: return 2;
+    case DType::BFloat16:
+    case DType::Int16: return 2;
     case DType::Int8:
     case DType::UInt8: return 1;
   }
@@ -30,6 +34,7 @@ const char* dtype_name(DType dtype) {
     case DType::UInt8: return "uint8";
     case DType::Int32: return "int32";
     case DType::Int64: return "int64";
+    case DType::Int16: return "int16";
   }
   return "unknown";
 }
@@ -158,9 +163,67 @@ void reduce_16bit(void* inout, const void* in, int64_t count, ReduceOp op) {
   for (int64_t i = 0; i < count; ++i) a[i] = FromFloat(apply(op, ToFloat(a[i]), ToFloat(b[i])));
 }
 
+// How a factor applies. An average's factor, exactly 1/n, divides by n: x / n correctly
+// rounded, as torch divides (and as Horovod's tests compare averages), where x * (1/n) is
+// often one ulp off. Any other factor multiplies in the tensor's precision (in float for
+// float32 and the 16-bit floats, in double for float64 and integers), as Horovod scales.
+struct Scaling {
+  double factor;
+  double divisor = 0;  // n, where factor == 1/n for a whole n > 1
+
+  explicit Scaling(double f) : factor(f) {
+    const double n = std::round(1.0 / f);
+    if (n >= 2 && n <= 16777216 && 1.0 / n == f) divisor = n;  // n exact in float too
+  }
+};
+
+// One loop per case, each free of branches, so that each vectorises.
+template <typename T>
+void scale_floats(void* dst, const void* src, int64_t count, const Scaling& scaling) {
+  T* d = static_cast<T*>(dst);
+  const T* s = static_cast<const T*>(src);
+  if (scaling.divisor == 0) {
+    const T f = static_cast<T>(scaling.factor);
+    for (int64_t i = 0; i < count; ++i) d[i] = s[i] * f;
+  } else if constexpr (std::is_same_v<T, float>) {
+    // A float times 1/n in double, rounded once, is x / n correctly rounded (x / n is never
+    // within double's error of a float's rounding point), and cheaper than a division.
+    const double f = scaling.factor;
+    for (int64_t i = 0; i < count; ++i) d[i] = static_cast<float>(static_cast<double>(s[i]) * f);
+  } else {
+    const T n = static_cast<T>(scaling.divisor);
+    for (int64_t i = 0; i < count; ++i) d[i] = s[i] / n;
+  }
+}
+
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void scale_16bit(uint16_t* dst, const uint16_t* src, int64_t count, float factor) {
-  for (int64_t i = 0; i < count; ++i) dst[i] = FromFloat(ToFloat(src[i]) * factor);
+void scale_16bit(void* dst, const void* src, int64_t count, const Scaling& scaling) {
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  const double f = scaling.factor;
+  if (scaling.divisor == 0) {
+    const float f32 = static_cast<float>(f);
+    for (int64_t i = 0; i < count; ++i) d[i] = FromFloat(ToFloat(s[i]) * f32);
+  } else {
+    for (int64_t i = 0; i < count; ++i) d[i] = FromFloat(static_cast<float>(static_cast<double>(ToFloat(s[i])) * f));
+  }
+}
+
+// Integers are scaled as Horovod scales them: in double, truncated toward zero (an average
+// of 3 and 4 is 3), saturating at the type's limits rather than overflowing.
+template <typename T>
+void scale_integer(void* dst, const void* src, int64_t count, const Scaling& scaling) {
+  T* d = static_cast<T*>(dst);
+  const T* s = static_cast<const T*>(src);
+  // The largest double below max + 1: it truncates to max (int64's max itself rounds up to
+  // 2^63 as a double, which would overflow).
+  const double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+  const double highest = std::nextafter(static_cast<double>(std::numeric_limits<T>::max()) + 1.0, 0.0);
+  for (int64_t i = 0; i < count; ++i) {
+    const double x = static_cast<double>(s[i]);
+    const double scaled = scaling.divisor != 0 ? x / scaling.divisor : x * scaling.factor;
+    d[i] = std::isnan(scaled) ? T{0} : static_cast<T>(std::clamp(scaled, lowest, highest));
+  }
 }
 
 }  // namespace
@@ -173,6 +236,7 @@ void reduce_into(void* inout, const void* in, int64_t count, DType dtype, Reduce
     case DType::Float64: return reduce_typed<double>(inout, in, count, op);
     case DType::Int8: return reduce_typed<int8_t>(inout, in, count, op);
     case DType::UInt8: return reduce_typed<uint8_t>(inout, in, count, op);
+    case DType::Int16: return reduce_typed<int16_t>(inout, in, count, op);
     case DType::Int32: return reduce_typed<int32_t>(inout, in, count, op);
     case DType::Int64: return reduce_typed<int64_t>(inout, in, count, op);
     case DType::Float16: return reduce_16bit<half_to_float, float_to_half>(inout, in, count, op);
@@ -182,31 +246,21 @@ void reduce_into(void* inout, const void* in, int64_t count, DType dtype, Reduce
 }
 
 void scale_copy(void* dst, const void* src, int64_t count, DType dtype, double factor) {
+  if (factor == 1.0) {
+    if (dst != src && count > 0) std::memcpy(dst, src, static_cast<std::size_t>(count) * dtype_size(dtype));
+    return;
+  }
+  const Scaling scaling(factor);
   switch (dtype) {
-    case DType::Float32: {
-      const float f = static_cast<float>(factor);
-      float* d = static_cast<float*>(dst);
-      const float* s = static_cast<const float*>(src);
-      for (int64_t i = 0; i < count; ++i) d[i] = s[i] * f;
-      return;
-    }
-    case DType::Float64: {
-      double* d = static_cast<double*>(dst);
-      const double* s = static_cast<const double*>(src);
-      for (int64_t i = 0; i < count; ++i) d[i] = s[i] * factor;
-      return;
-    }
-    case DType::Float16:
-      return scale_16bit<half_to_float, float_to_half>(static_cast<uint16_t*>(dst),
-                                                       static_cast<const uint16_t*>(src), count,
-                                                       static_cast<float>(factor));
-    case DType::BFloat16:
-      return scale_16bit<bfloat16_to_float, float_to_bfloat16>(
-          static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-          static_cast<float>(factor));
-    default:
-      if (dst != src) std::memcpy(dst, src, static_cast<std::size_t>(count) * dtype_size(dtype));
-      return;  // integers are never scaled (rejected by the runtime)
+    case DType::Float32: return scale_floats<float>(dst, src, count, scaling);
+    case DType::Float64: return scale_floats<double>(dst, src, count, scaling);
+    case DType::Float16: return scale_16bit<half_to_float, float_to_half>(dst, src, count, scaling);
+    case DType::BFloat16: return scale_16bit<bfloat16_to_float, float_to_bfloat16>(dst, src, count, scaling);
+    case DType::Int8: return scale_integer<int8_t>(dst, src, count, scaling);
+    case DType::UInt8: return scale_integer<uint8_t>(dst, src, count, scaling);
+    case DType::Int16: return scale_integer<int16_t>(dst, src, count, scaling);
+    case DType::Int32: return scale_integer<int32_t>(dst, src, count, scaling);
+    case DType::Int64: return scale_integer<int64_t>(dst, src, count, scaling);
   }
 }
 

@@ -18,8 +18,10 @@ uint16_t float_to_bfloat16(float f);  // round to nearest even; NaN stays NaN
 // followed by scale(); Adasum is not element-wise and throws Internal: ops/adasum.h).
 void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op);
 
-// data[i] *= factor, computed in double for float64 and in float otherwise. Floating
-// dtypes only (the runtime rejects scaling of integers before it gets here).
+// data[i] *= factor. A factor of exactly 1/n (an average) divides by n instead, correctly
+// rounded; any other factor multiplies in float for float32 and the 16-bit floats and in
+// double for float64 and integers (Horovod's arithmetic). Integers are truncated toward
+// zero and saturate at their type's limits.
 void scale(void* data, int64_t count, DType dtype, double factor);
 
 // dst[i] = src[i] * factor (dst may equal src).

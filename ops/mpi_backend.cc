@@ -47,6 +47,7 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::BFloat16: return g_bfloat16;
     case DType::Int8: return MPI_INT8_T;
     case DType::UInt8: return MPI_UINT8_T;
+    case DType::Int16: return MPI_INT16_T;
     case DType::Int32: return MPI_INT32_T;
     case DType::Int64: return MPI_INT64_T;
   }

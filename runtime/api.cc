@@ -170,16 +170,6 @@ std::string check_same_layout(const std::string& name, const TensorView& input, 
   return "";
 }
 
-// Average and the scale factors need a floating-point dtype.
-Status check_scaling(const char* what, const std::string& name, DType dtype, ReduceOp op, double prescale,
-                     double postscale) {
-  if (!is_floating_point(dtype) && (op == ReduceOp::Average || prescale != 1.0 || postscale != 1.0))
-    return invalid("kolo: " + std::string(what) + " of '" + name +
-                   "': average and pre/postscale need a floating-point dtype, not " + dtype_name(dtype) +
-                   " (use sum and divide)");
-  return Status::OK();
-}
-
 // Adasum (docs/adasum.md): float16/32/64 CPU tensors, a power-of-two number of ranks (of
 // the process set).
 Status check_adasum(Runtime& rt, const std::string& name, const TensorView& input, const AllreduceOptions& options) {
@@ -209,7 +199,7 @@ Status check_allreduce(Runtime& rt, const std::string& name, const TensorView& i
     return invalid("kolo: allreduce of '" + name + "': " + compression_name(options.compression) +
                    " compression needs a floating-point dtype, not " + dtype_name(input.dtype));
   if (options.op == ReduceOp::Adasum) return check_adasum(rt, name, input, options);
-  return check_scaling("allreduce", name, input.dtype, options.op, options.prescale, options.postscale);
+  return Status::OK();
 }
 
 EntryPtr allreduce_entry(Runtime& rt, const std::string& name, const TensorView& input, const TensorView& output,
@@ -235,7 +225,7 @@ Status check_reducescatter(Runtime& rt, const std::string& name, const TensorVie
   if (input.shape.empty()) return invalid("kolo: reducescatter of '" + name + "' needs at least one dimension");
   if (options.op == ReduceOp::Adasum)
     return invalid("kolo: reducescatter of '" + name + "': reducescatter does not support Adasum (as in Horovod)");
-  return check_scaling("reducescatter", name, input.dtype, options.op, options.prescale, options.postscale);
+  return Status::OK();
 }
 
 EntryPtr reducescatter_entry(Runtime& rt, const std::string& name, const TensorView& input,
@@ -410,7 +400,7 @@ bool is_homogeneous() { return runtime()->transport().topology().homogeneous; }
 std::string describe_configuration() { return runtime()->config().describe(); }
 
 bool mpi_built() { return true; }
-bool nccl_built() { return build_info().nccl; }
+int nccl_built() { return build_info().nccl_version_code; }
 bool cuda_built() { return build_info().cuda; }
 bool mpi_threads_supported() {
   int initialized = 0, provided = MPI_THREAD_SINGLE;

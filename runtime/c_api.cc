@@ -84,7 +84,7 @@ kolo::TensorView make_view(const void* data, const kolo_dtype& c_dtype, int ndim
   KOLO_CHECK(ndim >= 0 && (ndim == 0 || shape != nullptr), StatusCode::InvalidArgument,
              "kolo: ndim must be >= 0 and shape non-null when ndim > 0");
   const int dtype = c_enum_value(c_dtype);
-  KOLO_CHECK(dtype >= KOLO_FLOAT32 && dtype <= KOLO_INT64, StatusCode::InvalidArgument,
+  KOLO_CHECK(dtype >= KOLO_FLOAT32 && dtype <= KOLO_INT16, StatusCode::InvalidArgument,
              "kolo: unknown dtype " + std::to_string(dtype));
   kolo::TensorView view;
   view.data = const_cast<void*>(data);
@@ -511,7 +511,7 @@ int kolo_stop_timeline(void) {
 }
 
 int kolo_mpi_built(void) { return kolo::mpi_built() ? 1 : 0; }
-int kolo_nccl_built(void) { return guarded([] { return kolo::nccl_built() ? 1 : 0; }); }
+int kolo_nccl_built(void) { return guarded([] { return kolo::nccl_built(); }); }
 int kolo_cuda_built(void) { return guarded([] { return kolo::cuda_built() ? 1 : 0; }); }
 int kolo_mpi_threads_supported(void) { return guarded([] { return kolo::mpi_threads_supported() ? 1 : 0; }); }
 int kolo_is_homogeneous(void) { return guarded([] { return kolo::is_homogeneous() ? 1 : 0; }); }

@@ -111,6 +111,11 @@ void Coordinator::add(int rank, const RequestList& list, Clock::time_point now) 
   }
 }
 
+void Coordinator::end_join() {
+  std::fill(joined_.begin(), joined_.end(), false);
+  last_joined_ = -1;
+}
+
 bool Coordinator::complete(const Pending& p) const {
   for (int r = 0; r < size_; ++r)
     if (!p.by_rank[r] && !joined_[r]) return false;

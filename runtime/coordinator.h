@@ -44,6 +44,10 @@ class Coordinator {
   // The rank that joined last (of those that joined in one round, the highest, as in
   // Horovod), in the numbering of `global_ranks`; -1 before any has joined.
   int last_joined() const { return last_joined_; }
+  // Every rank has joined and join() returns: the next join starts afresh. (A rank's next
+  // round would say it no longer has joined, but cached allreduces send no rounds, and a
+  // rank still marked joined would not count as the last to join again.)
+  void end_join();
 
  private:
   struct Pending {

@@ -39,8 +39,10 @@ Executor::Executor(Devices& devices, int rank, int size, Timeline& timeline, con
                    ExecutorRole role)
     : devices_(devices), rank_(rank), size_(size), timeline_(timeline), clock_(clock), role_(std::move(role)) {}
 
+// postscale / size, as Horovod divides its postscale (not postscale * (1 / size), which
+// can round the other way and truncate an integer one lower).
 double Executor::final_scale(const Response& r) const {
-  return r.postscale * (r.op == ReduceOp::Average ? 1.0 / size_ : 1.0);
+  return r.op == ReduceOp::Average ? r.postscale / size_ : r.postscale;
 }
 
 void Executor::mark(const char* phase, const std::vector<TensorEntry*>& entries,

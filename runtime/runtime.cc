@@ -71,6 +71,24 @@ std::string Runtime::automatic_name(OpType type) {
   return std::string(op_type_name(type)) + ".noname." + std::to_string(next_unnamed(type));
 }
 
+// A rank that had joined, or whose program never reached an operation that failed on the
+// ranks that did (an allgather while a rank had joined, a stall), did not count that
+// operation's automatic name. Counting it now keeps the next unnamed operation's name the
+// same on every rank: the counters follow what the job ran, not what each rank submitted.
+void Runtime::skip_used_automatic_names(const Response& response) {
+  const std::string prefix = std::string(op_type_name(response.type)) + ".noname.";
+  std::atomic<uint64_t>& counter = unnamed_.at(static_cast<std::size_t>(response.type));
+  for (const std::string& name : response.names) {
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 19 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const uint64_t next = std::stoull(digits) + 1;
+    uint64_t seen = counter.load();
+    while (seen < next && !counter.compare_exchange_weak(seen, next)) {
+    }
+  }
+}
+
 Runtime::~Runtime() {
   shutdown();
   // After a communication failure an operation may still be pending in the transport,
@@ -119,13 +137,20 @@ void Runtime::loop() {
   set_thread_log_rank(global_rank(transport_->rank()));  // a set's rank 0 is not the job's
   try {
     const auto cycle_time = std::chrono::duration_cast<Clock::duration>(config_.cycle_time());
+    // A stall: ranks wait on names that not all ranks have submitted, perhaps for ever.
+    const auto stalled_after = std::chrono::milliseconds(100);
+    const auto stalled_cycle_time = std::max<Clock::duration>(cycle_time, std::chrono::milliseconds(10));
+    last_progress_ = clock_.now();
     for (;;) {
       const auto start = clock_.now();
       if (role_.id == 0 && timeline_.marks_cycles()) timeline_.cycle_start(start);
       if (!cycle()) break;
       // With work of its own still waiting, a rank goes straight into the next cycle: the
-      // cycle's allreduce paces it to the other ranks. Idle, it sleeps a cycle time.
+      // cycle's allreduce paces it to the other ranks. Idle, it sleeps a cycle time. Waiting
+      // without progress, it sleeps longer: back to back, the cycles' allreduces would keep
+      // a core busy for as long as the stall lasts (MPI polls while it waits).
       if (!has_pending()) queue_.wait_for_work(start + cycle_time);
+      else if (start - last_progress_ > stalled_after) queue_.wait_for_work(start + stalled_cycle_time);
     }
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what() + where_);
@@ -273,6 +298,7 @@ void Runtime::invalidate(uint32_t slot) {
 
 bool Runtime::cycle() {
   queue_.take_all(incoming_);
+  bool progressed = !incoming_.empty();
   accept(incoming_);
 
   bool joined;
@@ -321,11 +347,14 @@ bool Runtime::cycle() {
     any_ready = any_ready || ready[w] != 0;
   }
   if (any_ready) run_cached(ready, decided);
+  progressed = progressed || any_ready;
   if (coordinator_) watch_partial_slots(partial);
 
   if (flags_any & kNeedSlowPath) {
     std::vector<uint32_t> invalidations;
-    std::vector<Response> responses = slow_path(invalidations);
+    std::vector<Response> responses = slow_path(invalidations, joined);
+    progressed = progressed || !responses.empty();
+    for (const Response& r : responses) skip_used_automatic_names(r);
     const auto now = clock_.now();
     for (uint32_t slot : invalidations) invalidate(slot);
     // Record before running: running completes (and forgets) the local entries.
@@ -357,11 +386,14 @@ bool Runtime::cycle() {
       handle.swap(join_handle_);
     }
     joined_reported_ = false;
+    progressed = true;
+    if (coordinator_) coordinator_->end_join();
     if (handle) {
       handle->value = last_joined_;
       handle->complete(Status::OK());
     }
   }
+  if (progressed) last_progress_ = clock_.now();
   return !(flags_any & kShutdown);
 }
 
@@ -403,7 +435,7 @@ const std::vector<Response>& Runtime::cached_plan(const std::vector<uint64_t>& r
   return plan_.responses;
 }
 
-std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
+std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations, bool joined) {
   RequestList mine;
   const auto now = clock_.now();
   for (const std::string& name : to_send_) {
@@ -412,11 +444,11 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations) {
     mine.requests.push_back(e.request);
   }
   mine.invalidate_slots = std::move(invalidations_to_send_);
-  {
-    std::lock_guard<std::mutex> lock(join_mutex_);
-    mine.joined = join_handle_ != nullptr;
-  }
-  joined_reported_ = mine.joined;
+  // Not join_handle_ as it is now: a join() since the cycle began is the next cycle's, or
+  // it would be reported in the round of a rank that joined before it, and could count as
+  // the first to join rather than the last.
+  mine.joined = joined;
+  joined_reported_ = joined;
   to_send_.clear();
   invalidations_to_send_.clear();
 

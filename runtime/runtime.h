@@ -77,6 +77,9 @@ class Runtime {
   // next_unnamed(type), which counts).
   std::string automatic_name(OpType type);
   uint64_t next_unnamed(OpType type) { return unnamed_.at(static_cast<std::size_t>(type)).fetch_add(1); }
+  // A response for an automatic name takes that name, and those before it, out of use on
+  // every rank, also on one that did not submit it.
+  void skip_used_automatic_names(const Response& response);
 
   // Hands entries to the background thread; fails at once only if kolo has stopped.
   Status submit(EntryPtr entry);
@@ -97,7 +100,8 @@ class Runtime {
   bool cycle();
   void accept(std::vector<EntryPtr>& entries);
   bool has_pending() const;
-  std::vector<Response> slow_path(std::vector<uint32_t>& invalidations);
+  // joined: whether this rank has joined, as this cycle's flags said.
+  std::vector<Response> slow_path(std::vector<uint32_t>& invalidations, bool joined);
   // Runs responses[i] over this rank's entries[i] (null where this rank has joined).
   void run(const std::vector<Response>& responses,
            const std::vector<std::vector<TensorEntry*>>& entries, Clock::time_point decided);
@@ -168,6 +172,7 @@ class Runtime {
   int64_t cycle_allreduce_bytes_ = 0;     // this cycle's allreduce work, for the autotuner
   double cycle_allreduce_seconds_ = 0;
   bool joined_reported_ = false;  // the coordinator knows this rank has joined
+  Clock::time_point last_progress_;  // the last cycle that took, ran or failed an operation
   int last_joined_ = -1;          // as the coordinator last said (ResponseList::last_joined)
 };
 

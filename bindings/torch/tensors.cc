@@ -15,12 +15,13 @@ DType to_kolo_dtype(at::ScalarType type) {
     case at::kBFloat16: return DType::BFloat16;
     case at::kChar: return DType::Int8;
     case at::kByte: return DType::UInt8;
+    case at::kShort: return DType::Int16;
     case at::kInt: return DType::Int32;
     case at::kLong: return DType::Int64;
     default:
       throw Error(StatusCode::InvalidArgument,
                   std::string("kolo: torch dtype ") + c10::toString(type) +
-                      " is not supported; kolo takes float32, float64, float16, bfloat16, int8, uint8, int32 and int64");
+                      " is not supported; kolo takes float32, float64, float16, bfloat16, int8, uint8, int16, int32 and int64");
   }
 }
 
@@ -32,6 +33,7 @@ at::ScalarType to_torch_dtype(DType dtype) {
     case DType::BFloat16: return at::kBFloat16;
     case DType::Int8: return at::kChar;
     case DType::UInt8: return at::kByte;
+    case DType::Int16: return at::kShort;
     case DType::Int32: return at::kInt;
     case DType::Int64: return at::kLong;
   }

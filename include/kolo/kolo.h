@@ -31,7 +31,8 @@ namespace kolo {
 
 // ---- Element types and reductions ---------------------------------------------------
 
-enum class DType : int { Float32, Float64, Float16, BFloat16, Int8, UInt8, Int32, Int64 };
+// Int16 comes last so that the earlier values, which travel in messages, keep their numbers.
+enum class DType : int { Float32, Float64, Float16, BFloat16, Int8, UInt8, Int32, Int64, Int16 };
 // Adasum: the adaptive summation of Maleki et al. (Horovod's op=hvd.Adasum), for
 // float16/32/64 CPU tensors on a power-of-two number of ranks (docs/adasum.md).
 enum class ReduceOp : int { Sum, Average, Min, Max, Product, Adasum };
@@ -71,6 +72,7 @@ template <> constexpr DType dtype_of<float>() { return DType::Float32; }
 template <> constexpr DType dtype_of<double>() { return DType::Float64; }
 template <> constexpr DType dtype_of<int8_t>() { return DType::Int8; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
+template <> constexpr DType dtype_of<int16_t>() { return DType::Int16; }
 template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
 
@@ -318,12 +320,13 @@ struct BuildInfo {
   int cuda_devices = 0;              // visible devices (0 without a driver or device)
   bool nccl = false;                 // built with NCCL: KOLO_GPU_OPERATIONS=NCCL works
   std::string nccl_compiled;         // e.g. "2.28.9"
+  int nccl_version_code = 0;         // the same as NCCL_VERSION_CODE, e.g. 22809
   std::string nccl_runtime;          // the libnccl loaded now
 };
 BuildInfo build_info();
 // Horovod's build and environment queries. Need no init(), except the last two.
 bool mpi_built();    // always: kolo runs over MPI
-bool nccl_built();
+int nccl_built();    // as Horovod's: the NCCL_VERSION_CODE kolo was built with, 0 without NCCL
 bool cuda_built();
 bool mpi_threads_supported();  // MPI's thread level is MPI_THREAD_MULTIPLE
 bool is_homogeneous();         // every node runs the same number of ranks

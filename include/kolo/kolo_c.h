@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 typedef enum { KOLO_FLOAT32, KOLO_FLOAT64, KOLO_FLOAT16, KOLO_BFLOAT16,
-               KOLO_INT8, KOLO_UINT8, KOLO_INT32, KOLO_INT64 } kolo_dtype;
+               KOLO_INT8, KOLO_UINT8, KOLO_INT32, KOLO_INT64, KOLO_INT16 } kolo_dtype;
 typedef enum { KOLO_SUM, KOLO_AVERAGE, KOLO_MIN, KOLO_MAX, KOLO_PRODUCT, KOLO_ADASUM } kolo_op;
 typedef int64_t kolo_handle; /* > 0 valid; < 0 the call failed at once: a kolo_status */
 
@@ -180,11 +180,11 @@ kolo_handle kolo_allgather_bytes(const char* name, const void* bytes, int64_t nb
 int kolo_start_timeline(const char* path, int mark_cycles);
 int kolo_stop_timeline(void);
 
-/* ---- Build and environment queries: 1 or 0 ----
+/* ---- Build and environment queries: 1 or 0 (kolo_nccl_built: a version) ----
  * The first three need no kolo_init; the last two need it (KOLO_INVALID_ARGUMENT before:
  * kolo_mpi_threads_supported needs MPI initialised, kolo_is_homogeneous kolo). */
 int kolo_mpi_built(void);
-int kolo_nccl_built(void);
+int kolo_nccl_built(void);  /* the NCCL_VERSION_CODE kolo was built with (e.g. 22809), 0 without NCCL */
 int kolo_cuda_built(void);
 int kolo_mpi_threads_supported(void); /* MPI's thread level is MPI_THREAD_MULTIPLE */
 int kolo_is_homogeneous(void);        /* every node runs the same number of ranks */

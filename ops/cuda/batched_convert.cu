@@ -4,6 +4,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace kolo::ops::cuda {
@@ -22,7 +24,8 @@ struct Batch {
 };
 
 // kolo::DType values.
-enum Code { kFloat32 = 0, kFloat64 = 1, kFloat16 = 2, kBFloat16 = 3, kInt8 = 4, kUInt8 = 5, kInt32 = 6, kInt64 = 7 };
+enum Code { kFloat32 = 0, kFloat64 = 1, kFloat16 = 2, kBFloat16 = 3, kInt8 = 4, kUInt8 = 5, kInt32 = 6, kInt64 = 7,
+            kInt16 = 8 };
 
 template <typename T> struct Num;
 template <> struct Num<float> {
@@ -42,6 +45,28 @@ template <> struct Num<__nv_bfloat16> {
   __device__ static __nv_bfloat16 store(float x) { return __float2bfloat16_rn(x); }
 };
 
+// Integers are scaled in double and truncated toward zero, saturating at the type's
+// limits, as ops::scale does on the host (Horovod's rule).
+template <typename T>
+struct IntNum {
+  // Constants, not calls: numeric_limits' functions are host code.
+  static constexpr T kLowest = std::numeric_limits<T>::lowest();
+  static constexpr T kMax = std::numeric_limits<T>::max();
+  static constexpr double kAboveMax = static_cast<double>(kMax) + 1.0;  // int64: 2^63 either way
+  __device__ static double load(T x) { return static_cast<double>(x); }
+  __device__ static T store(double x) {
+    if (isnan(x)) return T{0};
+    if (x >= kAboveMax) return kMax;
+    if (x <= static_cast<double>(kLowest)) return kLowest;
+    return static_cast<T>(x);
+  }
+};
+template <> struct Num<int8_t> : IntNum<int8_t> {};
+template <> struct Num<uint8_t> : IntNum<uint8_t> {};
+template <> struct Num<int16_t> : IntNum<int16_t> {};
+template <> struct Num<int32_t> : IntNum<int32_t> {};
+template <> struct Num<int64_t> : IntNum<int64_t> {};
+
 __device__ int piece_of_block(const Batch& batch, int64_t block) {
   int lo = 0, hi = batch.count - 1;
   while (lo < hi) {
@@ -54,7 +79,9 @@ __device__ int piece_of_block(const Batch& batch, int64_t block) {
 
 template <typename From, typename To>
 __global__ void convert_kernel(const __grid_constant__ Batch batch, double factor) {
-  using Math = std::conditional_t<std::is_same_v<From, double> && std::is_same_v<To, double>, double, float>;
+  using Math = std::conditional_t<(std::is_same_v<From, double> && std::is_same_v<To, double>) ||
+                                       std::is_integral_v<From>,
+                                   double, float>;
   const int64_t block = blockIdx.x;
   const int p = piece_of_block(batch, block);
   const KernelPiece piece = batch.pieces[p];
@@ -91,7 +118,7 @@ int element_size(int code) {
   switch (code) {
     case kFloat64: case kInt64: return 8;
     case kFloat32: case kInt32: return 4;
-    case kFloat16: case kBFloat16: return 2;
+    case kFloat16: case kBFloat16: case kInt16: return 2;
     default: return 1;
   }
 }
@@ -126,12 +153,26 @@ cudaError_t launch_copy(int size, const Batch& batch, int64_t blocks, cudaStream
 
 bool is_float(int code) { return code == kFloat32 || code == kFloat64 || code == kFloat16 || code == kBFloat16; }
 
+// An integer tensor scaled into itself (an average, a pre/postscale).
+cudaError_t launch_scale_integer(int code, const Batch& batch, int64_t blocks, double factor, cudaStream_t stream) {
+  switch (code) {
+    case kInt8: launch<int8_t, int8_t>(batch, blocks, factor, stream); break;
+    case kUInt8: launch<uint8_t, uint8_t>(batch, blocks, factor, stream); break;
+    case kInt16: launch<int16_t, int16_t>(batch, blocks, factor, stream); break;
+    case kInt32: launch<int32_t, int32_t>(batch, blocks, factor, stream); break;
+    case kInt64: launch<int64_t, int64_t>(batch, blocks, factor, stream); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t launch_convert(const KernelPiece* pieces, int count, int from, int to, double factor,
                            cudaStream_t stream) {
   const bool copy = from == to && factor == 1.0;
-  if (!copy && !(is_float(from) && is_float(to))) return cudaErrorInvalidValue;
+  const bool scale_integer = from == to && !is_float(from) && !copy;
+  if (!copy && !scale_integer && !(is_float(from) && is_float(to))) return cudaErrorInvalidValue;
   for (int begin = 0; begin < count; begin += kMaxPiecesPerLaunch) {
     Batch batch{};
     int64_t blocks = 0;
@@ -147,6 +188,8 @@ cudaError_t launch_convert(const KernelPiece* pieces, int count, int from, int t
     cudaError_t error;
     if (copy) {
       error = launch_copy(element_size(from), batch, blocks, stream);
+    } else if (scale_integer) {
+      error = launch_scale_integer(from, batch, blocks, factor, stream);
     } else {
       switch (from) {
         case kFloat32: error = launch_from<float>(to, batch, blocks, factor, stream); break;

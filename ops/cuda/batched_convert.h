@@ -20,8 +20,9 @@ struct KernelPiece {
 constexpr int kMaxPiecesPerLaunch = 64;
 
 // dst = to(from(src) * factor) for every piece; `from` and `to` are kolo::DType values
-// (both floating point, or equal with factor 1). Math is in float, or in double from
-// float64 to float64, and rounds to nearest even, as ops::convert_on_cpu does.
+// (both floating point, or equal). Math is in float, or in double from float64 to float64
+// and for integers, and rounds to nearest even (integers: toward zero, saturating), as
+// ops::convert_on_cpu does.
 cudaError_t launch_convert(const KernelPiece* pieces, int count, int from, int to, double factor,
                            cudaStream_t stream);
 

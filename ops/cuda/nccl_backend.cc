@@ -25,8 +25,18 @@ ncclDataType_t nccl_type(DType dtype) {
     case DType::UInt8: return ncclUint8;
     case DType::Int32: return ncclInt32;
     case DType::Int64: return ncclInt64;
+    // NCCL has no int16: it travels as 2-byte words, which only moves may do.
+    case DType::Int16: return ncclFloat16;
   }
   return ncclFloat32;
+}
+
+// The type for a reduction, which must do integer arithmetic on integers.
+ncclDataType_t nccl_reduce_type(DType dtype) {
+  if (dtype == DType::Int16)
+    throw Error(StatusCode::Unsupported,
+                "kolo: NCCL cannot reduce int16 tensors (it has no int16 type); reduce them as int32, or on the CPU");
+  return nccl_type(dtype);
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -86,7 +96,7 @@ class NcclBackend final : public Backend {
                  double scale) override {
     check_healthy();
     const bool average = is_average(op, scale, dtype);
-    check(ncclAllReduce(input, output, static_cast<size_t>(count), nccl_type(dtype),
+    check(ncclAllReduce(input, output, static_cast<size_t>(count), nccl_reduce_type(dtype),
                         average ? ncclAvg : nccl_op(op), comm_, stream_),
           "ncclAllReduce");
     if (scale != 1.0 && !average) scale_result(output, count, dtype, scale);
@@ -144,7 +154,7 @@ class NcclBackend final : public Backend {
     check_healthy();
     if (all_equal(counts)) {
       const bool average = is_average(op, scale, dtype);
-      check(ncclReduceScatter(input, output, static_cast<size_t>(counts[0]), nccl_type(dtype),
+      check(ncclReduceScatter(input, output, static_cast<size_t>(counts[0]), nccl_reduce_type(dtype),
                               average ? ncclAvg : nccl_op(op), comm_, stream_),
             "ncclReduceScatter");
       if (scale != 1.0 && !average) scale_result(output, counts[0], dtype, scale);
@@ -157,7 +167,7 @@ class NcclBackend final : public Backend {
       for (int r = 0; r < size_; ++r) {
         if (counts[r] == 0) continue;
         check(ncclReduce(static_cast<const std::byte*>(input) + at[r] * element, output,
-                         static_cast<size_t>(counts[r]), nccl_type(dtype), nccl_op(op), r, comm_, stream_),
+                         static_cast<size_t>(counts[r]), nccl_reduce_type(dtype), nccl_op(op), r, comm_, stream_),
               "ncclReduce");
       }
     });

@@ -19,7 +19,8 @@ namespace kolo_test {
 inline const std::vector<kolo::DType>& all_dtypes() {
   static const std::vector<kolo::DType> d = {
       kolo::DType::Float32, kolo::DType::Float64, kolo::DType::Float16, kolo::DType::BFloat16,
-      kolo::DType::Int8,    kolo::DType::UInt8,   kolo::DType::Int32,   kolo::DType::Int64};
+      kolo::DType::Int8,    kolo::DType::UInt8,   kolo::DType::Int16,   kolo::DType::Int32,
+      kolo::DType::Int64};
   return d;
 }
 
@@ -42,7 +43,8 @@ inline std::size_t element_size(kolo::DType d) {
     case kolo::DType::Float32:
     case kolo::DType::Int32: return 4;
     case kolo::DType::Float16:
-    case kolo::DType::BFloat16: return 2;
+    case kolo::DType::BFloat16:
+    case kolo::DType::Int16: return 2;
     default: return 1;
   }
 }
@@ -143,6 +145,7 @@ class Buffer {
       case kolo::DType::Float64: store<double>(p, v); break;
       case kolo::DType::Int8: store<int8_t>(p, v); break;
       case kolo::DType::UInt8: store<uint8_t>(p, v); break;
+      case kolo::DType::Int16: store<int16_t>(p, v); break;
       case kolo::DType::Int32: store<int32_t>(p, v); break;
       case kolo::DType::Int64: store<int64_t>(p, v); break;
       case kolo::DType::Float16: {
@@ -165,6 +168,7 @@ class Buffer {
       case kolo::DType::Float64: return load<double>(p);
       case kolo::DType::Int8: return load<int8_t>(p);
       case kolo::DType::UInt8: return load<uint8_t>(p);
+      case kolo::DType::Int16: return load<int16_t>(p);
       case kolo::DType::Int32: return load<int32_t>(p);
       case kolo::DType::Int64: return static_cast<double>(load<int64_t>(p));
       case kolo::DType::Float16: return half_bits_to_double(load<uint16_t>(p));

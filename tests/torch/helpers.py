@@ -5,8 +5,8 @@ import torch
 import kolo.torch as hvd
 
 # Every dtype kolo and torch share.
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,
-          torch.int64]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
+          torch.int32, torch.int64]
 FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 _TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 5e-2, torch.float32: 1e-5, torch.float64: 1e-12}

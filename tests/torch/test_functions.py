@@ -129,13 +129,35 @@ def test_broadcast_optimizer_state_to_ranks_without_state():
     assert_same_optimizer_state(optimizer, trained_optimizer('adam', root(), steps=1)[1])
 
 
-def test_broadcast_optimizer_state_from_a_root_without_state():
-    # Unlike Horovod (which steps every optimizer once on zero gradients to make state): the
-    # root's state is none, and so becomes every rank's.
-    _, optimizer = trained_optimizer('sgd_momentum', hvd.rank(), steps=0 if hvd.rank() == root() else 1)
+def test_broadcast_optimizer_state_from_a_root_without_state_starts_it_as_horovod_does():
+    # Horovod steps an optimizer without state once on zero gradients, so the root's state
+    # is zero momentum buffers, which become every rank's.
+    model, optimizer = trained_optimizer('sgd_momentum', hvd.rank(), steps=0 if hvd.rank() == root() else 1)
     hvd.broadcast_optimizer_state(optimizer, root_rank=root())
-    assert optimizer.state_dict()['state'] == {}
-    assert_same_optimizer_state(optimizer, trained_optimizer('sgd_momentum', root(), steps=0)[1])
+    state = optimizer.state_dict()['state']
+    assert sorted(state) == list(range(len(list(model.parameters()))))
+    assert all(torch.count_nonzero(s['momentum_buffer']) == 0 for s in state.values())
+    expected = trained_optimizer('sgd_momentum', root(), steps=0)[1]
+    assert_same(optimizer.state_dict()['param_groups'], expected.state_dict()['param_groups'])
+
+
+def test_broadcast_optimizer_state_gives_a_new_optimizer_zero_gradients_as_horovod_does():
+    # Horovod's test_broadcast_state_no_grad: a parameter without gradient stays without one;
+    # the others get zero gradients, which the script may then broadcast.
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.index = torch.nn.Parameter(torch.tensor([1, 3], dtype=torch.int32), requires_grad=False)
+            self.weight = torch.nn.Parameter(torch.rand(4))
+
+    model = Model()
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9),
+                                         named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=root())
+    hvd.broadcast_optimizer_state(optimizer, root_rank=root())
+    assert model.index.grad is None
+    assert torch.equal(model.weight.grad, torch.zeros(4))
+    assert torch.equal(hvd.broadcast(model.weight.grad, root_rank=root()), torch.zeros(4))
 
 
 def test_broadcast_optimizer_state_of_a_distributed_optimizer():

@@ -32,7 +32,11 @@ def test_queries():
     hvd.init()  # a second init does nothing
     assert hvd.mpi_built() and hvd.mpi_enabled() and hvd.mpi_threads_supported()
     assert not any(f() for f in (hvd.gloo_built, hvd.gloo_enabled, hvd.ddl_built, hvd.ccl_built, hvd.rocm_built))
-    assert isinstance(hvd.nccl_built(), bool) and isinstance(hvd.cuda_built(), bool)
+    # Horovod's types: every query a bool, but nccl_built() the NCCL version code (0 without NCCL).
+    assert type(hvd.nccl_built()) is int and type(hvd.cuda_built()) is bool
+    assert all(type(f()) is bool for f in (hvd.mpi_built, hvd.mpi_enabled, hvd.gloo_built, hvd.gloo_enabled,
+                                            hvd.ddl_built, hvd.ccl_built, hvd.rocm_built, hvd.is_homogeneous,
+                                            hvd.mpi_threads_supported))
     # One machine: every rank is local.
     assert hvd.is_homogeneous()
     assert (hvd.local_rank(), hvd.local_size()) == (hvd.rank(), hvd.size())

@@ -59,6 +59,14 @@ TEST_CASE("in-process: join returns the last rank to join", "[inprocess][join]")
   run_scenario(kolo_scenarios::join_returns_the_last_rank_to_join);
 }
 
+TEST_CASE("in-process: a second join after cached allreduces returns its own last rank", "[inprocess][join]") {
+  run_scenario(kolo_scenarios::a_second_join_after_cached_allreduces_returns_its_own_last_rank);
+}
+
+TEST_CASE("in-process: automatic names stay in step after an operation some ranks did not run", "[inprocess][names]") {
+  run_scenario(kolo_scenarios::automatic_names_stay_in_step_after_an_operation_some_ranks_did_not_run);
+}
+
 TEST_CASE("in-process: static process sets get ids in the order listed and run at once", "[inprocess][process_sets]") {
   JobOptions options;
   options.size = 4;

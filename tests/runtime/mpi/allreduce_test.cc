@@ -168,19 +168,35 @@ TEST_CASE("allreduce applies prescale before and postscale after the reduction",
   }
 }
 
-TEST_CASE("allreduce rejects average and scaling of integer dtypes at once", "[allreduce][errors]") {
-  for (DType d : {DType::Int8, DType::UInt8, DType::Int32, DType::Int64}) {
-    Buffer b(d, {4});
-    const std::string name = std::string("intavg/") + kolo::dtype_name(d);
-    INFO(name);
-    kolo::Status s = immediate_failure(kolo::allreduce_async(name, b.view(), {ReduceOp::Average}));
-    CHECK(s.code() == kolo::StatusCode::InvalidArgument);
-    CHECK_THAT(s.message(), Catch::Matchers::Contains(name) && Catch::Matchers::Contains(kolo::dtype_name(d)));
-    s = immediate_failure(kolo::allreduce_async(name, b.view(), {ReduceOp::Sum, 2.0, 1.0}));
-    CHECK(s.code() == kolo::StatusCode::InvalidArgument);
-    s = immediate_failure(kolo::allreduce_async(name, b.view(), {ReduceOp::Max, 1.0, 0.5}));
-    CHECK(s.code() == kolo::StatusCode::InvalidArgument);
-  }
+// Horovod's rule for integers: scaled in double, truncated toward zero. Rank r's element i
+// is r * 7 - i - 3, so sums are negative, positive and odd at any number of ranks.
+TEST_CASE("allreduce averages and scales integers in double, truncating toward zero", "[allreduce][scale]") {
+  const int n = size();
+  struct Scaling {
+    const char* what;
+    ReduceOp op;
+    double pre, post;
+  };
+  const Scaling scalings[] = {{"average", ReduceOp::Average, 1, 1},
+                              {"prescale", ReduceOp::Sum, 0.37, 1},
+                              {"postscale", ReduceOp::Sum, 1, 0.37},
+                              {"average-postscale", ReduceOp::Average, 1, 2.5}};
+  for (DType d : {DType::Int8, DType::UInt8, DType::Int16, DType::Int32, DType::Int64})
+    for (const Scaling& s : scalings) {
+      const std::string name = std::string("intscale/") + kolo::dtype_name(d) + "/" + s.what;
+      INFO(name);
+      auto value = [&](int r, int64_t i) { return d == DType::UInt8 ? double(r * 7 + i) : double(r * 7 - i - 3); };
+      Buffer b(d, {6});
+      for (int64_t i = 0; i < 6; ++i) b.set(i, value(rank(), i));
+      REQUIRE(kolo::allreduce_async(name, b.view(), {s.op, s.pre, s.post}).wait().ok());
+      for (int64_t i = 0; i < 6; ++i) {
+        double sum = 0;
+        for (int r = 0; r < n; ++r) sum += std::trunc(value(r, i) * s.pre);  // each rank prescales its own
+        // One factor, as Horovod folds the average into the postscale: sum * (post / n).
+        const double want = std::trunc(sum * (s.post / (s.op == ReduceOp::Average ? n : 1)));
+        CHECK(b.get(i) == want);
+      }
+    }
 }
 
 TEST_CASE("allreduce of zero-size tensors completes, alone and among others", "[allreduce]") {
@@ -405,8 +421,10 @@ TEST_CASE("grouped allreduce rejects inconsistent arguments on every handle", "[
   REQUIRE(handles.size() == 1);
   CHECK(immediate_failure(handles[0]).code() == kolo::StatusCode::InvalidArgument);
   std::vector<int32_t> ints(3);
+  kolo::AllreduceOptions fp16;  // compression needs floating-point tensors
+  fp16.compression = kolo::Compression::FP16;
   handles = kolo::grouped_allreduce_async({"badgroup/f", "badgroup/i"}, {kolo::view(a), kolo::view(ints)},
-                                          {kolo::view(a), kolo::view(ints)}, {ReduceOp::Average});
+                                          {kolo::view(a), kolo::view(ints)}, fp16);
   REQUIRE(handles.size() == 2);
   for (auto& h : handles) {
     const kolo::Status s = immediate_failure(h);

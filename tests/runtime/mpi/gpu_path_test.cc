@@ -113,6 +113,7 @@ TEST_CASE("gpu path: a lone tensor of several pieces is averaged and postscaled 
 TEST_CASE("gpu path: every dtype and op matches the CPU path", "[.gpu-path]") {
   for (DType d : all_dtypes())
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max}) {
+      if (d == DType::Int16) continue;  // NCCL cannot reduce int16 (Unsupported, docs/gpu.md)
       Buffer cpu(d, {33});
       for (int64_t i = 0; i < 33; ++i)
         cpu.set(i, d == DType::UInt8 ? double((rank() + i) % 7) : double(value(rank(), i)));

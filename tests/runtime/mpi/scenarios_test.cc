@@ -197,6 +197,10 @@ TEST_CASE("scenario: join returns the last rank to join", "[.][process_sets]") {
   run(kolo_scenarios::join_returns_the_last_rank_to_join);
 }
 
+TEST_CASE("scenario: a second join after cached allreduces returns its own last rank", "[.][process_sets]") {
+  run(kolo_scenarios::a_second_join_after_cached_allreduces_returns_its_own_last_rank);
+}
+
 // KOLO_TIMELINE=DYNAMIC: no file until start_timeline(); then rank 0 writes one, each event
 // naming its set, and stop_timeline() completes it; a second start writes another file,
 // with cycle marks.

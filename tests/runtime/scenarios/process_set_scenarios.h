@@ -429,4 +429,51 @@ inline void join_returns_the_last_rank_to_join(Peer& peer) {
   PEER_CHECK(peer, j.ok() && last == size - 1, describe(j) << ", join() returned " << last);
 }
 
+// A join after a join, with only cached allreduces between them (which send no rounds to
+// the coordinator): the ranks join in reverse order, so rank 0 is the last. Horovod's test
+// asserts that the rank that joined first is not what join() returns.
+inline void a_second_join_after_cached_allreduces_returns_its_own_last_rank(Peer& peer) {
+  const int me = peer.rank(), size = peer.size();
+  std::vector<float> v(2);
+  for (int round = 0; round < 2; ++round) {
+    peer.sleep(std::chrono::milliseconds(100 * me));
+    int last = -2;
+    const kolo::Status j = peer.join(&last);
+    PEER_CHECK(peer, j.ok() && last == size - 1, "first join of round " << round << ": " << describe(j) << ", returned " << last);
+    for (int step = 0; step < 3; ++step) {  // the first puts it in the response cache
+      std::fill(v.begin(), v.end(), 1.0f);
+      const kolo::Status ar = peer.wait(kolo::allreduce_async("join/cached", kolo::view(v), {kolo::ReduceOp::Sum}));
+      PEER_CHECK(peer, ar.ok() && v[0] == static_cast<float>(size), describe(ar));
+    }
+    peer.sleep(std::chrono::milliseconds(100 * (size - 1 - me)));
+    const kolo::Status again = peer.join(&last);
+    PEER_CHECK(peer, again.ok() && last == 0, "second join of round " << round << ": " << describe(again) << ", returned " << last);
+  }
+}
+
+// Horovod's test_horovod_join_allgather at three or more ranks: each rank joins first once
+// while the others try an unnamed allgather, which fails. The ranks that tried have each
+// counted one more automatic name than the rank that had joined; without the names the
+// failure used up on every rank, the next round's allgathers would differ in name and wait
+// for each other for ever.
+inline void automatic_names_stay_in_step_after_an_operation_some_ranks_did_not_run(Peer& peer) {
+  const int me = peer.rank(), size = peer.size();
+  std::vector<double> g = {1.0, 2.0};
+  for (int first = 0; first < size; ++first) {
+    int last = -2;
+    if (me != first) {
+      peer.sleep(std::chrono::milliseconds(100));
+      const kolo::Status ag = peer.wait(kolo::allgather_async("", kolo::view(g)));
+      PEER_CHECK(peer, ag.code() == kolo::StatusCode::InvalidArgument && contains(ag.message(), "have joined"),
+                 "round " << first << ": " << describe(ag));
+    }
+    const kolo::Status j = peer.join(&last);
+    PEER_CHECK(peer, j.ok() && last != first, "round " << first << ": " << describe(j) << ", returned " << last);
+  }
+  std::vector<double> mine = {static_cast<double>(me)};
+  kolo::Handle h = kolo::allgather_async("", kolo::view(mine));
+  const kolo::Status s = peer.wait(h);
+  PEER_CHECK(peer, s.ok() && h.output().num_elements() == size, "an unnamed allgather after the rounds: " << describe(s));
+}
+
 }  // namespace kolo_scenarios

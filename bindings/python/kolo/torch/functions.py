@@ -35,18 +35,23 @@ def _is_iterator(obj):
     return hasattr(obj, '__next__')
 
 
+# The object collectives are synchronous, so one name each serves every unnamed call: it
+# agrees on every rank whatever ran before (an automatic name counts the operations each
+# rank submitted, which differ after one that some ranks did not run). Horovod names them
+# after the object's type, which differs where other ranks pass None to broadcast_object.
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """root_rank's `obj` on every rank of the set (pickled; other ranks' obj is ignored).
-    Unnamed calls match by their order, as kolo's unnamed operations do."""
+    The bytes are unpickled: every rank trusts the root, as with Horovod."""
     payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL) if rank() == root_rank else b''
-    received = _C.broadcast_bytes(name or '', payload, root_rank, _set_id(process_set))
+    received = _C.broadcast_bytes(name or 'broadcast_object', payload, root_rank, _set_id(process_set))
     return obj if rank() == root_rank else pickle.loads(received)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """Every rank's `obj`, as a list in the set's rank order."""
+    """Every rank's `obj`, as a list in the set's rank order (unpickled: every rank trusts
+    the others, as with Horovod)."""
     payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return [pickle.loads(b) for b in _C.allgather_bytes(name or '', payload, _set_id(process_set))]
+    return [pickle.loads(b) for b in _C.allgather_bytes(name or 'allgather_object', payload, _set_id(process_set))]
 
 
 # ---- optimizer state ---------------------------------------------------------------------------
@@ -108,12 +113,34 @@ def _parameters(optimizer):
     return [p for group in optimizer.param_groups for p in group['params']]
 
 
-def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
+def _initialise_state(optimizer, model):
+    """Horovod's start for an optimizer without state: every parameter that takes a gradient
+    gets a zero one (sparse for SparseAdam, and for SGD on a sparse embedding of `model`), and
+    the wrapped optimizer steps once, without reducing anything, so that its state (momentum
+    buffers, moments) exists to receive root_rank's."""
+    if isinstance(optimizer, torch.optim.LBFGS):
+        return  # its step needs a closure; its state comes whole with the bytes
+    sparse = {id(p) for m in (model.modules() if model is not None else ())
+              if isinstance(m, torch.nn.Embedding) and m.sparse for p in m.parameters()}
+    for p in _parameters(optimizer):
+        if p.requires_grad:
+            p.grad = torch.zeros_like(p)
+            if isinstance(optimizer, torch.optim.SparseAdam) or (isinstance(optimizer, torch.optim.SGD)
+                                                                  and id(p) in sparse):
+                p.grad = p.grad.to_sparse()
+    # A DistributedOptimizer's own step would reduce, which every rank must then do.
+    getattr(optimizer, '_local_step', optimizer.step)()
+
+
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """root_rank's optimizer state and options on every rank of the set: each parameter's
     state (momentum buffers, Adam's moments and step) and each param group's options (lr,
     momentum, betas, ...). The optimizers must have the same param groups, of the same
-    parameters, on every rank; one with no state yet gets root_rank's (none if root_rank has
-    none)."""
+    parameters, on every rank. An optimizer with no state yet is first given one as Horovod
+    does (zero gradients and a step of the wrapped optimizer; `model` says which embeddings
+    are sparse)."""
+    if not optimizer.state:
+        _initialise_state(optimizer, model)
     params = _parameters(optimizer)
     if rank() == root_rank:
         state_dict = optimizer.state_dict()

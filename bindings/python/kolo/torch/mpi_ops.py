@@ -188,31 +188,20 @@ def _wire_compression(compression, tensors):
     return _C.COMPRESSION_NONE
 
 
-def _divide_(tensor, n):
-    if tensor.is_floating_point():
-        tensor.div_(n)
-    else:
-        tensor.div_(n, rounding_mode='trunc')
-
-
-def _reduction(tensors, op, compression, process_set, submit, in_place=False, grouped=False):
+def _reduction(tensors, op, compression, submit, in_place=False, grouped=False):
     """What allreduce and reducescatter share: a Python Compressor's compress and decompress
-    around kolo's operation, and Horovod's average of integer tensors (kolo averages
-    floating-point ones only: integers are summed, then divided, truncating, as Horovod does).
-    submit(tensors, op) submits to kolo and returns its handles. Returns Horovod's handle."""
+    around kolo's operation (kolo averages and scales integers as Horovod does: in double,
+    truncated toward zero). submit(tensors, op) submits to kolo and returns its handles.
+    Returns Horovod's handle."""
     if compression is None or _is_compressor(compression, NoneCompressor):
         sent, contexts = list(tensors), None
     else:
         sent, contexts = map(list, zip(*(compression.compress(t) for t in tensors)))
-    divide = op == Average and any(not t.is_floating_point() for t in sent)
-    handles = submit(sent, Sum if divide else op)
-    divisor = process_set.size() if divide else 1
+    handles = submit(sent, op)
 
     def finish(results):
         outputs = []
         for i, result in enumerate(results):
-            if divide:
-                _divide_(result, divisor)
             if contexts is not None:
                 result = compression.decompress(result, contexts[i])
             if in_place and result is not tensors[i]:
@@ -239,7 +228,7 @@ def _allreduce_async(tensors, name, op, prescale_factor, postscale_factor, compr
             return _C.grouped_allreduce_async(sent, *args)
         return [_C.allreduce_async(sent[0], *args)]
 
-    return _reduction(tensors, op, compression, process_set, submit, in_place, grouped)
+    return _reduction(tensors, op, compression, submit, in_place, grouped)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -527,7 +516,7 @@ def _reducescatter_async(tensors, name, op, process_set, prescale_factor, postsc
             return _C.grouped_reducescatter_async(sent, *args)
         return [_C.reducescatter_async(sent[0], *args)]
 
-    return _reduction(tensors, _reduce_op(op, None), compression, process_set, submit, grouped=grouped)
+    return _reduction(tensors, _reduce_op(op, None), compression, submit, grouped=grouped)
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0,

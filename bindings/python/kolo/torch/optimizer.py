@@ -129,6 +129,10 @@ class _GradientHooks:
             raise AssertionError(_ZERO_GRAD_RACE)
         return super().zero_grad(*args, **kwargs)
 
+    def _local_step(self):
+        """The wrapped optimizer's step, on this rank's gradients as they are."""
+        return super(_GradientHooks, self).step()
+
 
 class _DistributedOptimizer(_GradientHooks):
     """Reduces the gradients (op Average or Sum; Adasum on one rank), individually or in
