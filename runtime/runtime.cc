@@ -81,7 +81,7 @@ void Runtime::skip_used_automatic_names(const Response& response) {
   for (const std::string& name : response.names) {
     if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string digits = name.substr(prefix.size());
-    if (digits.size() > 19 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;  // fits in uint64
     const uint64_t next = std::stoull(digits) + 1;
     uint64_t seen = counter.load();
     while (seen < next && !counter.compare_exchange_weak(seen, next)) {
@@ -148,9 +148,11 @@ void Runtime::loop() {
       // With work of its own still waiting, a rank goes straight into the next cycle: the
       // cycle's allreduce paces it to the other ranks. Idle, it sleeps a cycle time. Waiting
       // without progress, it sleeps longer: back to back, the cycles' allreduces would keep
-      // a core busy for as long as the stall lasts (MPI polls while it waits).
+      // a core busy for as long as the stall lasts (MPI polls while it waits). It sleeps
+      // from the cycle's end, which the ranks share, so that they wake together and none
+      // polls in the next allreduce while another still sleeps.
       if (!has_pending()) queue_.wait_for_work(start + cycle_time);
-      else if (start - last_progress_ > stalled_after) queue_.wait_for_work(start + stalled_cycle_time);
+      else if (start - last_progress_ > stalled_after) queue_.wait_for_work(clock_.now() + stalled_cycle_time);
     }
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what() + where_);
