@@ -2,6 +2,7 @@
 // then a hand-off to the Runtime's queue.
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "gpu_state.h"
@@ -170,6 +171,18 @@ std::string check_same_layout(const std::string& name, const TensorView& input, 
   return "";
 }
 
+// An op or compression outside its enum (an int from Python or C, op=99) is refused here:
+// on the wire the coordinator would take it for a damaged message and end the job.
+Status check_known(const char* what, const std::string& name, ReduceOp op, Compression compression) {
+  if (std::string_view(op_name(op)) == "unknown")
+    return invalid("kolo: " + std::string(what) + " of '" + name + "': unknown reduction op " +
+                   std::to_string(static_cast<int>(op)));
+  if (std::string_view(compression_name(compression)) == "unknown")
+    return invalid("kolo: " + std::string(what) + " of '" + name + "': unknown compression " +
+                   std::to_string(static_cast<int>(compression)));
+  return Status::OK();
+}
+
 // Adasum (docs/adasum.md): float16/32/64 CPU tensors, a power-of-two number of ranks (of
 // the process set).
 Status check_adasum(Runtime& rt, const std::string& name, const TensorView& input, const AllreduceOptions& options) {
@@ -191,6 +204,7 @@ Status check_adasum(Runtime& rt, const std::string& name, const TensorView& inpu
 Status check_allreduce(Runtime& rt, const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
   if (Status s = check_view(rt, name, input, "input"); !s.ok()) return s;
+  if (Status s = check_known("allreduce", name, options.op, options.compression); !s.ok()) return s;
   if (&output != &input) {  // in place (the common case): nothing more to compare
     if (Status s = check_view(rt, name, output, "output"); !s.ok()) return s;
     if (auto e = check_same_layout(name, input, output); !e.empty()) return invalid(e);
@@ -223,6 +237,7 @@ Status check_reducescatter(Runtime& rt, const std::string& name, const TensorVie
                            const ReducescatterOptions& options) {
   if (Status s = check_view(rt, name, input, "input"); !s.ok()) return s;
   if (input.shape.empty()) return invalid("kolo: reducescatter of '" + name + "' needs at least one dimension");
+  if (Status s = check_known("reducescatter", name, options.op, Compression::None); !s.ok()) return s;
   if (options.op == ReduceOp::Adasum)
     return invalid("kolo: reducescatter of '" + name + "': reducescatter does not support Adasum (as in Horovod)");
   return Status::OK();

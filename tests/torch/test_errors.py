@@ -25,6 +25,15 @@ def test_dtypes_kolo_lacks_raise_at_once(dtype):
         assert error.value.code == 'InvalidArgument'
 
 
+def test_an_unknown_op_raises_at_once_and_the_job_goes_on():
+    for call in (lambda t: hvd.allreduce(t, op=99), lambda t: hvd.allreduce_async_(t, op=-1),
+                 lambda t: hvd.grouped_allreduce([t], op=99), lambda t: hvd.reducescatter_async(t, op=99)):
+        with pytest.raises(ValueError, match='unknown reduction op') as error:
+            call(torch.ones(hvd.size(), 2))
+        assert error.value.code == 'InvalidArgument'
+    assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full([3], float(hvd.size())))
+
+
 def test_a_bad_root_raises_at_once():
     for root in (hvd.size(), -1):
         with pytest.raises(hvd.InvalidArgumentError) as error:

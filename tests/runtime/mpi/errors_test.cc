@@ -80,6 +80,15 @@ TEST_CASE("bad local arguments fail at once with InvalidArgument (Unsupported wh
   bad.push_back({"negative dimension",
                  kolo::allreduce_async("bad/negative", kolo::TensorView{f.data(), DType::Float32, {2, -2}}),
                  "negative"});
+  bad.push_back({"an op outside the enum (Python's op=99)",
+                 kolo::allreduce_async("bad/op", kolo::view(f), {static_cast<ReduceOp>(99)}), "unknown reduction op 99"});
+  bad.push_back({"a compression outside the enum",
+                 kolo::allreduce_async("bad/compression", kolo::view(f),
+                                       {ReduceOp::Sum, 1.0, 1.0, static_cast<kolo::Compression>(7)}),
+                 "unknown compression 7"});
+  bad.push_back({"reducescatter with an op outside the enum",
+                 kolo::reducescatter_async("bad/rsop", kolo::view(f), static_cast<ReduceOp>(-1)),
+                 "unknown reduction op -1"});
   bad.push_back({"input and output dtypes differ",
                  kolo::allreduce_async("bad/dtypes", kolo::view(f), kolo::view(d), {ReduceOp::Sum}), "float64"});
   bad.push_back({"input and output sizes differ",
