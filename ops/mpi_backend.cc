@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -254,9 +255,9 @@ class MpiControlChannel final : public ControlChannel {
     check_mpi(MPI_Igather(&length_, 1, MPI_INT, lengths_.data(), 1, MPI_INT, root, comm_, &request),
               "MPI_Igather");
     wait(request, "negotiation (gather of request sizes)");
-    displs_ = displacements(lengths_);
+    displs_ = message_offsets(lengths_);  // one more than the ranks: the total
     receive_.clear();
-    if (rank_ == root) receive_.resize(std::size_t(displs_.back()) + std::size_t(lengths_.back()));
+    if (rank_ == root) receive_.resize(std::size_t(displs_.back()));
     check_mpi(MPI_Igatherv(send_.data(), length_, MPI_CHAR, receive_.data(), lengths_.data(),
                            displs_.data(), MPI_CHAR, root, comm_, &request),
               "MPI_Igatherv");
@@ -273,6 +274,9 @@ class MpiControlChannel final : public ControlChannel {
     MPI_Request request;
     check_mpi(MPI_Ibcast(&length_, 1, MPI_INT, root, comm_, &request), "MPI_Ibcast");
     wait(request, "negotiation (broadcast of response size)");
+    KOLO_CHECK(length_ >= 0, StatusCode::CommFailure,
+               "kolo: damaged negotiation message: rank " + std::to_string(root) + " sent a length of " +
+                   std::to_string(length_) + " bytes");
     receive_.resize(static_cast<std::size_t>(length_));
     check_mpi(MPI_Ibcast(receive_.data(), length_, MPI_CHAR, root, comm_, &request), "MPI_Ibcast");
     wait(request, "negotiation (broadcast of responses)");
@@ -311,6 +315,22 @@ class MpiControlChannel final : public ControlChannel {
 };
 
 }  // namespace
+
+std::vector<int> message_offsets(const std::vector<int>& lengths) {
+  std::vector<int> offsets(lengths.size() + 1, 0);
+  int64_t at = 0;
+  for (std::size_t r = 0; r < lengths.size(); ++r) {
+    KOLO_CHECK(lengths[r] >= 0, StatusCode::CommFailure,
+               "kolo: damaged negotiation message: rank " + std::to_string(r) + " sent a length of " +
+                   std::to_string(lengths[r]) + " bytes");
+    at += lengths[r];
+    KOLO_CHECK(at <= std::numeric_limits<int>::max(), StatusCode::CommFailure,
+               "kolo: damaged negotiation message: the ranks' messages add up to " + std::to_string(at) +
+                   " bytes, more than one gather can carry");
+    offsets[r + 1] = static_cast<int>(at);
+  }
+  return offsets;
+}
 
 std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const MpiOptions& options) {
   return std::make_unique<MpiBackend>(context.comm(), options);

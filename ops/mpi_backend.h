@@ -82,6 +82,12 @@ std::unique_ptr<ControlChannel> make_mpi_control_channel(const MpiContext& conte
 // lowest rank. Collective over `comm`.
 std::vector<int> node_of_every_rank(MPI_Comm comm, MPI_Comm local);
 
+// Where each rank's message starts in a gather of `lengths` (one per rank, as the ranks
+// sent them), and the total after the last. The lengths are other ranks' words: a
+// negative one, or a total past INT_MAX (MPI's counts), throws kolo::Error(CommFailure)
+// before anything is sized by them.
+std::vector<int> message_offsets(const std::vector<int>& lengths);
+
 // Throws kolo::Error(CommFailure) naming `what` when `rc` is not MPI_SUCCESS.
 void check_mpi(int rc, const char* what);
 

@@ -100,7 +100,7 @@ Config config_from_environment(const EnvLookup& env) {
   if (auto v = lookup(env, "CACHE_CAPACITY")) {
     const std::string expected = "a tensor count from 0 (no cache) to 1048576";
     const int64_t capacity = parse_integer(v->first, v->second, 0, expected);
-    if (capacity > (1 << 20)) reject(v->first, v->second, expected);
+    if (capacity > kMaxCacheCapacity) reject(v->first, v->second, expected);
     config.cache_capacity = static_cast<int>(capacity);
   }
   if (auto v = lookup(env, "TIMELINE")) config.timeline_path = v->second;

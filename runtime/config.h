@@ -17,6 +17,9 @@ enum class LogLevel : int { Trace, Debug, Info, Warning, Error, Fatal };
 // this build has it.
 enum class GpuOperationsSetting : int { Auto, Nccl, Mpi };
 
+// The most response-cache slots KOLO_CACHE_CAPACITY may ask for (a slot is a few hundred bytes).
+constexpr int64_t kMaxCacheCapacity = int64_t{1} << 20;
+
 struct Config {
   int64_t fusion_threshold_bytes = 64 * 1024 * 1024;  // 0 disables fusion
   double cycle_time_ms = 1.0;

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -17,19 +18,26 @@ struct SharedSetting {
   const char* key;
   int64_t (*get)(const Config&);
   void (*set)(Config&, int64_t);
+  // The values this rank's own parser accepts (config.cc): a record is another rank's
+  // bytes, and a value beyond these (a cache of 2^31 slots, say) would be taken as it is.
+  int64_t lowest = 0;
+  int64_t highest = 1;
 };
+
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
 
 constexpr SharedSetting kShared[] = {
     {"KOLO_FUSION_THRESHOLD", [](const Config& c) -> int64_t { return c.fusion_threshold_bytes; },
-     [](Config& c, int64_t v) { c.fusion_threshold_bytes = v; }},
+     [](Config& c, int64_t v) { c.fusion_threshold_bytes = v; }, 0, kNoLimit},
     {"KOLO_CACHE_CAPACITY", [](const Config& c) -> int64_t { return c.cache_capacity; },
-     [](Config& c, int64_t v) { c.cache_capacity = static_cast<int>(v); }},
+     [](Config& c, int64_t v) { c.cache_capacity = static_cast<int>(v); }, 0, kMaxCacheCapacity},
     {"KOLO_ALLREDUCE_CHUNK_BYTES", [](const Config& c) -> int64_t { return c.allreduce_chunk_bytes; },
-     [](Config& c, int64_t v) { c.allreduce_chunk_bytes = v; }},
+     [](Config& c, int64_t v) { c.allreduce_chunk_bytes = v; }, 0, kNoLimit},
     {"KOLO_AUTOTUNE", [](const Config& c) -> int64_t { return c.autotune; },
      [](Config& c, int64_t v) { c.autotune = v != 0; }},
     {"KOLO_GPU_OPERATIONS", [](const Config& c) -> int64_t { return static_cast<int64_t>(c.gpu_operations); },
-     [](Config& c, int64_t v) { c.gpu_operations = static_cast<GpuOperationsSetting>(v); }},
+     [](Config& c, int64_t v) { c.gpu_operations = static_cast<GpuOperationsSetting>(v); },
+     static_cast<int64_t>(GpuOperationsSetting::Auto), static_cast<int64_t>(GpuOperationsSetting::Mpi)},
     {"KOLO_HIERARCHICAL_ALLREDUCE", [](const Config& c) -> int64_t { return c.hierarchical_allreduce; },
      [](Config& c, int64_t v) { c.hierarchical_allreduce = v != 0; }},
     {"KOLO_HIERARCHICAL_ALLGATHER", [](const Config& c) -> int64_t { return c.hierarchical_allgather; },
@@ -82,7 +90,11 @@ void apply_settings_record(const std::string& record, Config& config) {
     const SharedSetting* setting = find(key);
     if (equals == std::string::npos || setting == nullptr) unreadable("unknown setting '" + key + "'");
     if (!seen.insert(key).second) unreadable(key + " appears twice");
-    setting->set(read, parse_value(key, line.substr(equals + 1)));
+    const int64_t value = parse_value(key, line.substr(equals + 1));
+    if (value < setting->lowest || value > setting->highest)
+      unreadable(key + " is " + std::to_string(value) + ", outside " + std::to_string(setting->lowest) + " to " +
+                 std::to_string(setting->highest));
+    setting->set(read, value);
   }
   for (const SharedSetting& s : kShared)
     if (!seen.count(s.key)) unreadable(std::string(s.key) + " is missing");

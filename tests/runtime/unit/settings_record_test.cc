@@ -82,6 +82,15 @@ TEST_CASE("settings record: another name or version, or keys that do not match, 
   CHECK_THAT(refused(replaced(record, "KOLO_CACHE_CAPACITY=7", "KOLO_CACHE_CAPACITY=seven")),
              Contains("the value of KOLO_CACHE_CAPACITY is 'seven', not an integer"));
   CHECK_THAT(refused(""), Contains("named ''"));
+  // Values this rank's own parser would refuse: a cache of 2^31 slots (about 32 GiB), a
+  // negative threshold, an operations setting past the enum.
+  CHECK_THAT(refused(replaced(record, "KOLO_CACHE_CAPACITY=7", "KOLO_CACHE_CAPACITY=2147483647")),
+             Contains("KOLO_CACHE_CAPACITY is 2147483647, outside 0 to 1048576"));
+  CHECK_THAT(refused(replaced(record, "KOLO_CACHE_CAPACITY=7", "KOLO_CACHE_CAPACITY=-1")),
+             Contains("KOLO_CACHE_CAPACITY is -1, outside"));
+  CHECK_THAT(refused(replaced(record, "KOLO_AUTOTUNE=1", "KOLO_AUTOTUNE=2")), Contains("KOLO_AUTOTUNE is 2"));
+  CHECK_THAT(refused(replaced(record, "KOLO_GPU_OPERATIONS=2", "KOLO_GPU_OPERATIONS=9")),
+             Contains("KOLO_GPU_OPERATIONS is 9, outside 0 to 2"));
   // A refused record changes nothing.
   CHECK(config.fusion_threshold_bytes == before.fusion_threshold_bytes);
   CHECK(config.cache_capacity == before.cache_capacity);
