@@ -659,10 +659,14 @@ std::string bytes_name(const std::string& name, OpType type, const ProcessSet& s
 }  // namespace
 
 // Two steps: the size, then the bytes (the other ranks cannot know the size beforehand).
+// The sizes are other ranks' words, checked before they size or index anything.
 std::string broadcast_bytes(const std::string& name, const std::string& bytes, int root, const ProcessSet& set) {
   const std::string base = bytes_name(name, OpType::Broadcast, set);
   std::vector<int64_t> size = {static_cast<int64_t>(bytes.size())};
   broadcast(base + ".size", view(size), root, set);
+  KOLO_CHECK(size[0] >= 0, StatusCode::Mismatch,
+             "kolo: broadcast_bytes of '" + base + "': rank " + std::to_string(root) + " sent a size of " +
+                 std::to_string(size[0]) + " bytes");
   std::string result = rank() == root ? bytes : std::string(static_cast<std::size_t>(size[0]), '\0');
   broadcast(base + ".bytes", bytes_view(result), root, set);
   return result;
@@ -679,13 +683,24 @@ std::vector<std::string> allgather_bytes(const std::string& name, const std::str
   data.wait().throw_if_error();
   const TensorView all_sizes = sizes.output();
   const TensorView all_bytes = data.output();
+  const auto damaged = [&](const std::string& why) {
+    return Error(StatusCode::Mismatch, "kolo: allgather_bytes of '" + base + "': " + why);
+  };
+  if (all_sizes.dtype != DType::Int64) throw damaged("the sizes arrived as " + std::string(dtype_name(all_sizes.dtype)));
   std::vector<std::string> result;
-  std::size_t at = 0;
+  const int64_t arrived = all_bytes.num_elements();
+  int64_t at = 0;
   for (int64_t r = 0; r < all_sizes.num_elements(); ++r) {
-    const auto n = static_cast<std::size_t>(static_cast<const int64_t*>(all_sizes.data)[r]);
-    result.emplace_back(static_cast<const char*>(all_bytes.data) + at, n);
+    const int64_t n = static_cast<const int64_t*>(all_sizes.data)[r];
+    if (n < 0 || n > arrived - at)
+      throw damaged("rank " + std::to_string(r) + " claims " + std::to_string(n) + " bytes, but " +
+                    std::to_string(arrived - at) + " of the " + std::to_string(arrived) + " that arrived are left");
+    result.emplace_back(static_cast<const char*>(all_bytes.data) + at, static_cast<std::size_t>(n));
     at += n;
   }
+  if (at != arrived)
+    throw damaged("the ranks' sizes add up to " + std::to_string(at) + " bytes, but " + std::to_string(arrived) +
+                  " arrived");
   return result;
 }
 

@@ -55,6 +55,10 @@ TEST_CASE("in-process: byte buffers of 0 B, 1 B and 10 MB are broadcast and allg
   run_scenario(kolo_scenarios::byte_buffers_of_any_size);
 }
 
+TEST_CASE("in-process: byte buffer sizes from other ranks are checked against the bytes", "[inprocess][bytes]") {
+  run_scenario(kolo_scenarios::byte_buffer_sizes_from_other_ranks_are_checked);
+}
+
 TEST_CASE("in-process: join returns the last rank to join", "[inprocess][join]") {
   run_scenario(kolo_scenarios::join_returns_the_last_rank_to_join);
 }

@@ -397,6 +397,47 @@ inline void byte_buffers_of_any_size(Peer& peer) {
   }
 }
 
+// The sizes in the byte collectives' first step are other ranks' words: rank 0 calls
+// allgather_bytes and broadcast_bytes while the others run the two steps by hand with sizes
+// that do not match their bytes (or are negative). Rank 0 gets a clear Mismatch error, not
+// a read past the bytes that arrived (ASan would see one) or an allocation of -3 bytes.
+inline void byte_buffer_sizes_from_other_ranks_are_checked(Peer& peer) {
+  const int me = peer.rank();
+  for (int64_t lie : {int64_t{100}, int64_t{-3}, int64_t{1}}) {
+    const std::string name = "lying/" + std::to_string(lie);
+    if (me == 0) {
+      std::string why;
+      try {
+        peer.blocking([&] { kolo::allgather_bytes(name, "abc"); });
+      } catch (const kolo::Error& e) {
+        PEER_CHECK(peer, e.code() == kolo::StatusCode::Mismatch, e.what());
+        why = e.what();
+      }
+      PEER_CHECK(peer, contains(why, "allgather_bytes of '" + name + "'"), "allgather_bytes gave no error: " << why);
+    } else {
+      std::vector<int64_t> size = {lie};
+      std::string bytes = "xyz";  // 3 bytes, whatever the size says
+      PEER_CHECK(peer, peer.wait(kolo::allgather_async(name + ".size", kolo::view(size))).ok(), "the size step");
+      kolo::TensorView view{bytes.data(), kolo::DType::UInt8, {3}, kolo::Device::cpu()};
+      PEER_CHECK(peer, peer.wait(kolo::allgather_async(name + ".bytes", view)).ok(), "the bytes step");
+    }
+  }
+  // A root that claims a negative size: the others stop after the first step.
+  if (me == 0) {
+    std::vector<int64_t> size = {-5};
+    PEER_CHECK(peer, peer.wait(kolo::broadcast_async("lying/broadcast.size", kolo::view(size), 0)).ok(), "size");
+  } else {
+    std::string why;
+    try {
+      peer.blocking([&] { kolo::broadcast_bytes("lying/broadcast", "", 0); });
+    } catch (const kolo::Error& e) {
+      PEER_CHECK(peer, e.code() == kolo::StatusCode::Mismatch, e.what());
+      why = e.what();
+    }
+    PEER_CHECK(peer, contains(why, "sent a size of -5 bytes"), "broadcast_bytes gave no error: " << why);
+  }
+}
+
 // Ranks join one after another (rank r after r steps of kolo's time): join() returns the
 // last, on every rank; then allgather and broadcast while a rank has joined fail as in
 // Horovod, and allreduce goes on.
