@@ -108,7 +108,9 @@ void check_rank_count(const LaunchOptions& options, const std::vector<HostSlots>
   const int ranks = options.num_ranks;
   const std::optional<Slots> slots = known_slots(options, hosts, context);
   if (!slots) {
-    if (ranks < 1) fail("-np must be 1 or more, not " + std::to_string(ranks));
+    if (ranks < 1 || ranks > kMaxRanks)
+      fail("-np must be between 1 and " + std::to_string(kMaxRanks) +
+           " (the launcher checks it against slots kolorun cannot know), not " + std::to_string(ranks));
     return;
   }
   if (!oversubscribing(options, context.environment)) {

@@ -21,10 +21,13 @@ void check_launcher_program(const LaunchCommand& command, const Environment& env
 // -np against the slots: at least 1, at most the slots of -H or --hostfile (without
 // hosts, under mpirun: context.local_cores, as mpirun counts this machine's slots). With
 // --oversubscribe (or OMPI_MCA_rmaps_base_oversubscribe=1 in the environment, which mpirun
-// obeys as well) up to kMaxRanksPerSlot times the slots. Slots kolorun cannot know (srun's
-// allocation, a hostfile line without slots=) are left to the launcher. Throws kolo::Error
-// (InvalidArgument) naming the allowed range and where it comes from.
+// obeys as well) up to kMaxRanksPerSlot times the slots. Where kolorun cannot know the
+// slots (srun's allocation, a hostfile line without slots=) the launcher checks them, and
+// kolorun only refuses more than kMaxRanks, which no machine runs (kolorun keeps a little
+// state per rank). Throws kolo::Error (InvalidArgument) naming the allowed range and where
+// it comes from.
 inline constexpr int kMaxRanksPerSlot = 64;
+inline constexpr int kMaxRanks = 1 << 20;
 void check_rank_count(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
                       const LaunchContext& context);
 // getaddrinfo for every host, all within `bound` (after which kolorun goes on, warning).

@@ -30,14 +30,17 @@ void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype* type) {
 
 void register_16bit_types() {
   if (g_float16 != MPI_DATATYPE_NULL) return;
-  MPI_Type_contiguous(2, MPI_BYTE, &g_float16);
-  MPI_Type_commit(&g_float16);
-  MPI_Type_contiguous(2, MPI_BYTE, &g_bfloat16);
-  MPI_Type_commit(&g_bfloat16);
-  MPI_Op_create(&reduce_16bit<ReduceOp::Sum>, 1, &g_16bit_ops[int(ReduceOp::Sum)]);
-  MPI_Op_create(&reduce_16bit<ReduceOp::Min>, 1, &g_16bit_ops[int(ReduceOp::Min)]);
-  MPI_Op_create(&reduce_16bit<ReduceOp::Max>, 1, &g_16bit_ops[int(ReduceOp::Max)]);
-  MPI_Op_create(&reduce_16bit<ReduceOp::Product>, 1, &g_16bit_ops[int(ReduceOp::Product)]);
+  check_mpi(MPI_Type_contiguous(2, MPI_BYTE, &g_float16), "MPI_Type_contiguous (float16)");
+  check_mpi(MPI_Type_commit(&g_float16), "MPI_Type_commit (float16)");
+  check_mpi(MPI_Type_contiguous(2, MPI_BYTE, &g_bfloat16), "MPI_Type_contiguous (bfloat16)");
+  check_mpi(MPI_Type_commit(&g_bfloat16), "MPI_Type_commit (bfloat16)");
+  const std::pair<ReduceOp, MPI_User_function*> reductions[] = {
+      {ReduceOp::Sum, &reduce_16bit<ReduceOp::Sum>},
+      {ReduceOp::Min, &reduce_16bit<ReduceOp::Min>},
+      {ReduceOp::Max, &reduce_16bit<ReduceOp::Max>},
+      {ReduceOp::Product, &reduce_16bit<ReduceOp::Product>}};
+  for (const auto& [op, reduce] : reductions)
+    check_mpi(MPI_Op_create(reduce, 1, &g_16bit_ops[int(op)]), "MPI_Op_create (16-bit reductions)");
 }
 
 MPI_Datatype mpi_type(DType dtype) {

@@ -38,7 +38,7 @@ MpiContext::MpiContext(MPI_Comm parent, const TopologyOptions& options) {
   check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
   // Errors come back as return codes that kolo turns into failed handles, instead of
   // MPI's default of aborting the job from inside the call.
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
 
@@ -53,13 +53,13 @@ MpiContext::MpiContext(MPI_Comm parent, const TopologyOptions& options) {
     check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_),
               "MPI_Comm_split_type");
   }
-  MPI_Comm_set_errhandler(local_, MPI_ERRORS_RETURN);
+  check_mpi(MPI_Comm_set_errhandler(local_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   MPI_Comm_rank(local_, &local_rank_);
   MPI_Comm_size(local_, &local_size_);
   // Ranks with the same local rank, one per node: its rank is the node's index when
   // every node runs the same number of ranks (the layout mpirun and srun produce).
   check_mpi(MPI_Comm_split(comm_, local_rank_, rank_, &cross_), "MPI_Comm_split");
-  MPI_Comm_set_errhandler(cross_, MPI_ERRORS_RETURN);
+  check_mpi(MPI_Comm_set_errhandler(cross_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   MPI_Comm_rank(cross_, &cross_rank_);
   MPI_Comm_size(cross_, &cross_size_);
 

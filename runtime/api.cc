@@ -1,5 +1,7 @@
 // The public C++ API (include/kolo/kolo.h): argument checks that need no other rank,
 // then a hand-off to the Runtime's queue.
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
@@ -10,6 +12,7 @@
 #include "logging.h"
 #include "mpi_transport.h"
 #include "process_sets.h"
+#include "watchdog.h"
 
 namespace kolo {
 namespace {
@@ -386,6 +389,40 @@ void init(MPI_Comm comm, const std::vector<std::vector<int>>& process_sets) {
   start(comm, config, process_sets);
 }
 
+namespace {
+
+// MPI_Finalize is collective: a rank that hangs after kolo's shutdown round (in the
+// program's own teardown, say) would hold this one in it for ever, with no watchdog left.
+// It gets `bound` (the control timeout); then this rank ends the job with the watchdog's
+// exit code. (MPI_Abort may not be called once MPI_Finalize has begun: the process exits,
+// and mpirun, or kolorun, ends the others.)
+void finalize_within(std::chrono::milliseconds bound) {
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::thread timer([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (finished.wait_for(lock, bound, [&] { return done; })) return;
+    KOLO_LOG(Fatal) << "kolo: MPI_Finalize waited " << std::chrono::duration<double>(bound).count()
+                    << " s (KOLO_CONTROL_TIMEOUT_SECONDS) for ranks that left kolo's shutdown round but never "
+                       "finalised MPI (hung after kolo::shutdown()?); ending the job (exit code "
+                    << kJobFailedExitCode << ")";
+    std::fflush(nullptr);
+    std::_Exit(kJobFailedExitCode);
+  });
+  const int code = MPI_Finalize();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  finished.notify_one();
+  timer.join();
+  // Only the code: no MPI call (MPI_Error_string) is allowed after MPI_Finalize.
+  if (code != MPI_SUCCESS) KOLO_LOG(Error) << "kolo: MPI_Finalize failed with MPI error code " << code;
+}
+
+}  // namespace
+
 // After a failure that ends the job, shutdown() ends it at once: MPI_Finalize is
 // collective and would wait for ranks that no longer answer (watchdog.h).
 void shutdown() {
@@ -395,10 +432,11 @@ void shutdown() {
   if (s->failed()) s->end_job_after_failure();
   s->shutdown();  // stops the background threads: later calls fail as shut down
   if (s->failed()) s->end_job_after_failure();  // a last cycle found a rank gone
+  const std::chrono::milliseconds finalize_bound = s->global().config().control_timeout();
   wait_for_last_reference(s);
   s.reset();  // frees the communicators
   if (g_owns_mpi) {
-    MPI_Finalize();
+    finalize_within(finalize_bound);
     g_owns_mpi = g_kolo_initialised_mpi = false;
   }
 }

@@ -7,6 +7,7 @@
 #include "gpu_state.h"
 #include "kolo/check.h"
 #include "ops/adasum.h"
+#include "response_checks.h"
 
 namespace kolo {
 namespace {
@@ -80,6 +81,7 @@ void* Executor::allocate_output(TensorEntry& entry, std::vector<int64_t> shape, 
 
 std::shared_ptr<ops::Event> Executor::run(const Response& r, const std::vector<TensorEntry*>& entries,
                                           Clock::time_point decided) {
+  check_response_fits(r, entries, rank_, size_, role_.global_ranks);
   if (timeline_.enabled()) {
     for (std::size_t i = 0; i < entries.size(); ++i) {
       TensorEntry* e = entries[i];
@@ -238,12 +240,11 @@ void Executor::alltoall(const Response& r, TensorEntry& entry, Path& path) {
   std::vector<int64_t> recv_splits(size_);
   const std::vector<int64_t> ones(size_, 1);
   devices_.host().backend.alltoallv(entry.splits.data(), ones, recv_splits.data(), ones, DType::Int64);
+  const int64_t rows = checked_total_rows(recv_splits, row, dtype_size(r.dtype), "an alltoall's splits");
   std::vector<int64_t> send_counts(size_), recv_counts(size_);
-  int64_t rows = 0;
   for (int i = 0; i < size_; ++i) {
     send_counts[i] = entry.splits[i] * row;
     recv_counts[i] = recv_splits[i] * row;
-    rows += recv_splits[i];
   }
   std::vector<int64_t> shape = entry.request.shape.to_vector();
   shape[0] = rows;

@@ -87,6 +87,18 @@ struct InProcessWorld::State {
   int64_t questions = 0;
   std::vector<int64_t> answered;
   std::optional<int> ended_by;  // the rank whose end_job() ended the world
+  InProcessWorld::MessageDamage damage;  // InProcessWorld::damage_messages()
+
+  // `message` as rank `rank` sends it in `call`: damaged, when a test asks for it.
+  std::string sent(InProcessCall call, int rank, std::string message) const {
+    InProcessWorld::MessageDamage d;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      d = damage;
+    }
+    if (d) d(call, rank, message);
+    return message;
+  }
   // The worlds subset() made from this one, with their ranks as ranks of this one: a rank
   // that stops taking part here stops in them too, as a hung process would.
   std::vector<std::pair<std::weak_ptr<State>, std::vector<int>>> subsets;
@@ -191,14 +203,16 @@ class InProcessControl final : public ops::ControlChannel {
   }
 
   std::vector<std::string> gather(const std::string& message, int root) override {
-    auto round = e_->meet(InProcessCall::ControlGather, "messages to rank " + std::to_string(root), message);
+    auto round = e_->meet(InProcessCall::ControlGather, "messages to rank " + std::to_string(root),
+                          e_->world->sent(InProcessCall::ControlGather, e_->rank, message));
     if (e_->rank != root) return {};
     return round->parts;
   }
 
   void broadcast(std::string& message, int root) override {
     auto round = e_->meet(InProcessCall::ControlBroadcast, "a message from rank " + std::to_string(root),
-                          e_->rank == root ? message : std::string());
+                          e_->rank == root ? e_->world->sent(InProcessCall::ControlBroadcast, root, message)
+                                           : std::string());
     message = round->parts[static_cast<std::size_t>(root)];
   }
 
@@ -453,6 +467,11 @@ std::unique_ptr<Transport> InProcessWorld::transport(int rank) {
 }
 
 void InProcessWorld::stop_taking_part(int rank) { state_->stop(rank); }
+
+void InProcessWorld::damage_messages(MessageDamage damage) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->damage = std::move(damage);
+}
 
 std::optional<int> InProcessWorld::ended_by() const {
   std::lock_guard<std::mutex> lock(state_->mutex);

@@ -19,8 +19,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "clock.h"
 #include "transport.h"
@@ -63,6 +65,12 @@ class InProcessWorld {
   // subsets made from this world: its calls wait until the other ranks give up (the
   // timeout), then fail as theirs do.
   void stop_taking_part(int rank);
+  // From now on `damage` may rewrite every negotiation message a rank sends (its requests
+  // on their way to rank 0, rank 0's responses on their way out) before any other rank
+  // reads it, as a damaged link or a lying peer would. For tests of the checks a rank
+  // makes on what others send it; it runs on the sender's thread.
+  using MessageDamage = std::function<void(InProcessCall call, int sender, std::string& message)>;
+  void damage_messages(MessageDamage damage);
   // The rank whose watchdog ended the job (Transport::end_job), if one has.
   std::optional<int> ended_by() const;
   // How many calls of this kind `rank` has completed on this world (not its subsets).

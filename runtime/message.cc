@@ -149,6 +149,12 @@ void get_request(Reader& rd, Request& r) {
   rd.get(r.shape);
   rd.get(r.group);
   rd.get(r.group_size);
+  // num_elements() multiplies the dimensions: they must be sizes, and their product fit.
+  int64_t elements = 1;
+  for (int64_t d : r.shape)
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements))
+      rd.damaged("tensor '" + r.name + "' has the shape " + shape_string(r.shape) +
+                 (d < 0 ? ", with a negative dimension" : ", of more elements than 64 bits count"));
 }
 
 void put_response(Writer& w, const Response& r) {

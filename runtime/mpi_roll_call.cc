@@ -16,13 +16,16 @@ void send_byte(int to, int tag, MPI_Comm comm) {
   if (MPI_Isend(&kByte, 1, MPI_CHAR, to, tag, comm, &request) == MPI_SUCCESS) MPI_Request_free(&request);
 }
 
-// Receives one waiting message with `tag`, if any: its source, or -1.
+// Receives one waiting message with `tag`, if any: its source, or -1. A matched probe: the
+// program's thread (end_now) and the watchdog's may both receive at once, and with a
+// plain probe the one that lost the message would wait in MPI_Recv for another.
 int receive_byte(int tag, MPI_Comm comm) {
   int waiting = 0;
+  MPI_Message message;
   MPI_Status status;
-  if (MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &waiting, &status) != MPI_SUCCESS || !waiting) return -1;
+  if (MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &waiting, &message, &status) != MPI_SUCCESS || !waiting) return -1;
   char byte;
-  MPI_Recv(&byte, 1, MPI_CHAR, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
+  if (MPI_Mrecv(&byte, 1, MPI_CHAR, &message, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
   return status.MPI_SOURCE;
 }
 
@@ -30,12 +33,16 @@ int receive_byte(int tag, MPI_Comm comm) {
 
 MpiRollCall::MpiRollCall(MPI_Comm comm) {
   ops::check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup (roll call)");
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+  ops::check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank (roll call)");
+  ops::check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size (roll call)");
 }
 
 MpiRollCall::~MpiRollCall() {
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  // After MPI_Finalize (a shutdown that gave up waiting for the last reference to the
+  // runtime finalised without it) no MPI call may be made; the process is ending anyway.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
 std::vector<int> MpiRollCall::ask(std::chrono::milliseconds bound, const Clock& clock) {

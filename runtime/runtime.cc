@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "gpu_state.h"
+#include "response_checks.h"
 #include "logging.h"
 #include "settings_record.h"
 #include "settings_report.h"
@@ -45,8 +46,12 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, Config config, const Cloc
   bit_entries_.resize(static_cast<std::size_t>(config_.cache_capacity));
   waiting_bits_.assign((static_cast<std::size_t>(config_.cache_capacity) + 63) / 64, 0);
   const int rank = transport_->rank(), size = transport_->size();
-  watchdog_ = std::make_unique<Watchdog>(
-      *transport_, WatchdogSettings{config_.data_timeout(), config_.failure_grace()}, clock_);
+  WatchdogSettings watch;
+  watch.data_timeout = config_.data_timeout();
+  watch.grace = config_.failure_grace();
+  watch.global_ranks = role_.global_ranks;
+  watch.before_end = [&timeline] { timeline.flush(); };
+  watchdog_ = std::make_unique<Watchdog>(*transport_, std::move(watch), clock_);
   devices_ = std::make_unique<Devices>(*transport_, config_, watchdog_->progress());
   executor_ = std::make_unique<Executor>(*devices_, rank, size, timeline_, clock_,
                                          ExecutorRole{role_.id, role_.global_ranks});
@@ -128,6 +133,7 @@ std::shared_ptr<detail::HandleState> Runtime::join() {
 void Runtime::shutdown() {
   shutdown_requested_ = true;
   queue_.wake();
+  std::lock_guard<std::mutex> lock(shutdown_mutex_);
   if (thread_.joinable()) thread_.join();
   if (completions_) completions_->drain();  // GPU work already enqueued finishes (bounded)
 }
@@ -460,6 +466,7 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations, b
     ResponseList list;
     for (int rank = 0; rank < static_cast<int>(gathered.size()); ++rank) {
       RequestList theirs = parse_request_list(gathered[rank]);
+      check_cache_slots(theirs.invalidate_slots, cache_.capacity(), "rank " + std::to_string(global_rank(rank)));
       coordinator_->add(rank, theirs, now);
       list.invalidate_slots.insert(list.invalidate_slots.end(), theirs.invalidate_slots.begin(),
                                    theirs.invalidate_slots.end());
@@ -475,6 +482,7 @@ std::vector<Response> Runtime::slow_path(std::vector<uint32_t>& invalidations, b
   }
   control_.broadcast(answer, 0);
   ResponseList list = parse_response_list(answer);
+  check_cache_slots(list.invalidate_slots, cache_.capacity(), "the coordinator");
   invalidations = std::move(list.invalidate_slots);
   last_joined_ = list.last_joined;
   return std::move(list.responses);

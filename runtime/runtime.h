@@ -136,6 +136,10 @@ class Runtime {
 
   TensorQueue queue_;
   std::thread thread_;
+  // shutdown() may run on two threads at once (kolo::shutdown() on the program's, the
+  // removal of a process set on the global set's background thread): one joins, the other
+  // waits for it.
+  std::mutex shutdown_mutex_;
   std::atomic<bool> shutdown_requested_{false};
   bool communication_failed_ = false;  // written by the thread before it ends, read after join
   std::mutex join_mutex_;  // guards join_handle_

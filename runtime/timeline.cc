@@ -40,6 +40,7 @@ void Timeline::open(const std::string& path, int rank, Clock::time_point origin,
   lanes_.clear();
   pid_ = rank;
   origin_ = origin;
+  flushed_ = origin;
   std::fputs("[\n", file_);
   std::fprintf(file_,
                "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
@@ -57,6 +58,11 @@ void Timeline::open(const std::string& path, int rank, Clock::time_point origin,
 void Timeline::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   close_locked();
+}
+
+void Timeline::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (file_ != nullptr) std::fflush(file_);
 }
 
 void Timeline::close_locked() {
@@ -93,6 +99,10 @@ void Timeline::write_event(const char* name, int tid, Clock::time_point start,
                first_event_ ? "" : ",\n", name, pid_, tid, micros(start), micros(end) - micros(start),
                args.c_str());
   first_event_ = false;
+  if (end - flushed_ > std::chrono::seconds(1)) {
+    std::fflush(file_);
+    flushed_ = end;
+  }
 }
 
 void Timeline::phase(int set, const std::string& tensor, const char* phase, Clock::time_point start,

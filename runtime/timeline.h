@@ -35,6 +35,11 @@ class Timeline {
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   bool marks_cycles() const { return enabled() && mark_cycles_.load(std::memory_order_relaxed); }
   void close();
+  // Writes what is buffered to the file: before the process ends without destructors
+  // (the watchdog's end of a job), so that the tail, the part that shows the failure, is
+  // there. The file is still open, without its closing "]", which trace viewers accept.
+  // Events are also written out at least every second on their own.
+  void flush();
 
   // One phase of one tensor of process set `set`, from start to end. `args` is a JSON
   // object body or empty.
@@ -62,6 +67,7 @@ class Timeline {
   Clock::time_point origin_;
   std::unordered_map<std::string, int> lanes_;  // by "<set>/<tensor>"
   bool first_event_ = true;
+  Clock::time_point flushed_;  // the last event's end when the file was last flushed
 };
 
 std::string json_escape(const std::string& text);

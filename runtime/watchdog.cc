@@ -38,7 +38,7 @@ std::string ranks_text(const std::vector<int>& ranks) {
 }  // namespace
 
 Watchdog::Watchdog(Transport& transport, WatchdogSettings settings, const Clock& clock)
-    : transport_(transport), settings_(settings), clock_(clock) {
+    : transport_(transport), settings_(std::move(settings)), clock_(clock) {
   thread_ = std::thread(&Watchdog::loop, this);
 }
 
@@ -92,7 +92,7 @@ void Watchdog::end_now() {
 }
 
 void Watchdog::loop() {
-  set_thread_log_rank(transport_.rank());
+  set_thread_log_rank(global_rank(transport_.rank()));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     // A failure is acted on at once: its roll call runs while the program has its grace.
@@ -137,6 +137,10 @@ void Watchdog::hold_roll_call() {
   });
 }
 
+int Watchdog::global_rank(int set_rank) const {
+  return settings_.global_ranks.empty() ? set_rank : settings_.global_ranks.at(static_cast<std::size_t>(set_rank));
+}
+
 void Watchdog::end_job(const std::string& why) {
   hold_roll_call();
   std::vector<int> silent;
@@ -146,10 +150,12 @@ void Watchdog::end_job(const std::string& why) {
     ended_ = true;
     silent = *silent_;
   }
+  for (int& rank : silent) rank = global_rank(rank);
   const std::string answered =
       silent.empty() ? "every rank answered a roll call"
                      : ranks_text(silent) + " did not answer a roll call within " + seconds_text(settings_.roll_call_bound);
-  set_thread_log_rank(transport_.rank());  // end_now() runs on the program's thread
+  set_thread_log_rank(global_rank(transport_.rank()));  // end_now() runs on the program's thread
+  if (settings_.before_end) settings_.before_end();
   KOLO_LOG(Fatal) << why << "; " << answered << "; ending the job (exit code " << kJobFailedExitCode << ")";
   transport_.end_job(kJobFailedExitCode);
 }

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -43,6 +44,11 @@ struct WatchdogSettings {
   std::chrono::milliseconds tick{100};
   // How long a roll call waits for answers.
   std::chrono::milliseconds roll_call_bound{std::chrono::seconds(2)};
+  // A process set's ranks as ranks of the job (empty: the global set), so that the last
+  // line names the ranks kolorun and the job's logs know.
+  std::vector<int> global_ranks;
+  // Runs just before the job ends, when no destructor will run: the timeline's tail.
+  std::function<void()> before_end;
 };
 
 class Watchdog {
@@ -81,6 +87,7 @@ class Watchdog {
   void hold_roll_call();
   // Prints the one line (why, and who did not answer) and ends the job; once.
   void end_job(const std::string& why);
+  int global_rank(int set_rank) const;
 
   Transport& transport_;
   const WatchdogSettings settings_;

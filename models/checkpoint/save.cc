@@ -5,8 +5,10 @@
 // A writer that was killed cannot remove its temporary file: the next save to the same
 // path does (the writer holds a lock on it while it lives, so a live one's is kept).
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <random>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -172,12 +174,12 @@ void put_sections(Out& out, const Checkpoint& c, const std::string& path) {
 
 // The temporary file: closed and removed unless it was renamed into place.
 struct TempFile {
-  std::string path;
+  std::string path;  // empty until this save has created its file
   int fd = -1;
   bool renamed = false;
   ~TempFile() {
     if (fd >= 0) ::close(fd);
-    if (!renamed) ::unlink(path.c_str());
+    if (!renamed && !path.empty()) ::unlink(path.c_str());
   }
 };
 
@@ -220,14 +222,37 @@ void remove_abandoned_temporaries(const std::string& path) {
   }
 }
 
+// This save's own temporary file, "<path>.tmp.<pid><6 random digits>", created anew: with
+// O_EXCL it is never another writer's (two writers in containers on one shared file
+// system can have one pid), and with O_NOFOLLOW a symbolic link planted under that name
+// in a shared directory redirects nothing.
+void create_temporary(TempFile& temp, const std::string& path) {
+  std::random_device random;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    char digits[8];
+    std::snprintf(digits, sizeof digits, "%06u", static_cast<unsigned>(random() % 1000000));
+    const std::string name = path + ".tmp." + std::to_string(::getpid()) + digits;
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) throw OsFailure{"create " + name, errno};
+    // Held until close or death: how the next save tells a live writer's file from a
+    // killed one's. A file system without locks skips it (its leftovers then stay).
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK) {
+      temp.path = name;
+      temp.fd = fd;
+      return;
+    }
+    // Another save's clean-up (remove_abandoned_temporaries) locked it first and removes
+    // it: leave it to that one, and take another name.
+    ::close(fd);
+  }
+  throw OsFailure{"create a temporary file for " + path + " (16 names were taken)", EEXIST};
+}
+
 void write_file(const Checkpoint& c, const std::string& path, uint64_t body_bytes) {
   remove_abandoned_temporaries(path);  // before this save's own file exists
-  TempFile temp{path + ".tmp." + std::to_string(::getpid())};
-  temp.fd = ::open(temp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (temp.fd < 0) throw OsFailure{"create " + temp.path, errno};
-  // Held until close or death: how the next save tells a live writer's file from a killed
-  // one's. A file system without locks skips it (its leftovers then stay).
-  ::flock(temp.fd, LOCK_EX | LOCK_NB);
+  TempFile temp;
+  create_temporary(temp, path);
 
   FileSink sink(temp.fd, temp.path);
   uint8_t header[kHeaderBytes];

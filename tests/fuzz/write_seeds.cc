@@ -123,6 +123,41 @@ void response_list_seeds() {
   seed(h, "count_past_the_end", little_endian32(0) + little_endian32(1u << 31) + std::string(13, '\0'));
 }
 
+// The local state (response_checks_fuzzer.cc: size, rank, capacity, flags, d0, d1, root),
+// then a response list that fits it, or misses by one field.
+void response_checks_seeds() {
+  const std::string h = "response_checks_fuzzer";
+  const auto state = [](int size, int rank, int capacity, int flags, int d0, int d1, int root) {
+    return std::string{static_cast<char>(size - 1), static_cast<char>(rank), static_cast<char>(capacity),
+                       static_cast<char>(flags),    static_cast<char>(d0),   static_cast<char>(d1),
+                       static_cast<char>(root)};
+  };
+  kolo::ResponseList list;
+  list.invalidate_slots = {1, 3};
+  kolo::Response fused;
+  fused.names = {"a", "b"};
+  fused.element_counts = {12, 12};
+  list.responses.push_back(fused);
+  kolo::Response gather;
+  gather.type = kolo::OpType::Allgather;
+  gather.names = {"g"};
+  gather.element_counts = {12};
+  gather.rank_first_dims = {4, 4, 2};
+  list.responses.push_back(gather);
+  kolo::Response cast;
+  cast.type = kolo::OpType::Broadcast;
+  cast.names = {"c"};
+  cast.element_counts = {12};
+  cast.root = 1;
+  list.responses.push_back(cast);
+  const std::string fits = kolo::serialize(list);
+  seed(h, "fits", two_files(state(3, 1, 8, 0, 4, 3, 1), fits));
+  seed(h, "joined", two_files(state(3, 0, 8, 1, 4, 3, 1), fits));
+  seed(h, "slot_past_the_cache", two_files(state(3, 1, 2, 0, 4, 3, 1), fits));
+  seed(h, "other_shape", two_files(state(3, 1, 8, 0, 5, 3, 1), fits));
+  seed(h, "other_dtype_and_root", two_files(state(3, 2, 8, 2, 2, 3, 0), fits));
+}
+
 // ---- checkpoints --------------------------------------------------------------------------
 
 std::string checkpoint_bytes(const kolo::models::Checkpoint& c) {
@@ -264,12 +299,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_root = argv[1];
-  for (const char* harness : {"request_list_fuzzer", "response_list_fuzzer", "checkpoint_fuzzer", "idx_fuzzer",
+  for (const char* harness : {"request_list_fuzzer", "response_list_fuzzer", "response_checks_fuzzer",
+                              "checkpoint_fuzzer", "idx_fuzzer",
                               "cifar10_fuzzer", "gzip_fuzzer", "kolorun_options_fuzzer", "hosts_fuzzer",
                               "config_fuzzer"})
     fs::remove_all(g_root / harness);
   request_list_seeds();
   response_list_seeds();
+  response_checks_seeds();
   checkpoint_seeds();
   idx_seeds();
   cifar10_seeds();

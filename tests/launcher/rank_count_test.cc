@@ -86,7 +86,7 @@ TEST_CASE("oversubscribing allows up to 64 ranks a slot", "[rank-count]") {
   CHECK(refusal(ranks(2147483647, true), parse_host_list("a:2000000000"), two_cores).empty());
 }
 
-TEST_CASE("slots kolorun cannot know leave only the lower bound", "[rank-count]") {
+TEST_CASE("slots kolorun cannot know are the launcher's to check, up to kMaxRanks", "[rank-count]") {
   const LaunchContext two_cores = machine_with_cores(2);
   // A hostfile line without slots=: mpirun counts that host's cores.
   LaunchOptions from_file = ranks(1000);
@@ -94,11 +94,17 @@ TEST_CASE("slots kolorun cannot know leave only the lower bound", "[rank-count]"
   const std::vector<HostSlots> unknown = parse_hostfile_text("node0\n", "hosts");
   CHECK(refusal(from_file, unknown, two_cores).empty());
   from_file.num_ranks = 0;
-  CHECK(refusal(from_file, unknown, two_cores) == "kolorun: -np must be 1 or more, not 0");
+  const std::string range = "kolorun: -np must be between 1 and 1048576 (the launcher checks it against slots "
+                            "kolorun cannot know), not ";
+  CHECK(refusal(from_file, unknown, two_cores) == range + "0");
+  from_file.num_ranks = 2147483647;
+  CHECK(refusal(from_file, unknown, two_cores) == range + "2147483647");
   // srun places the ranks on the allocation's nodes.
   LaunchOptions in_slurm = ranks(1000);
   in_slurm.launcher = LauncherChoice::Srun;
   CHECK(refusal(in_slurm, {}, two_cores).empty());
   in_slurm.num_ranks = -2;
-  CHECK(refusal(in_slurm, {}, two_cores) == "kolorun: -np must be 1 or more, not -2");
+  CHECK(refusal(in_slurm, {}, two_cores) == range + "-2");
+  in_slurm.num_ranks = kolo::launcher::kMaxRanks + 1;
+  CHECK(refusal(in_slurm, {}, two_cores) == range + "1048577");
 }

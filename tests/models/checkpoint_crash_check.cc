@@ -98,7 +98,7 @@ std::string version_on_disk(const std::string& path, const Versions& versions) {
   }
 }
 
-// save_checkpoint's temporary files in `dir`: "<name>.tmp.<pid>".
+// save_checkpoint's temporary files in `dir`: "<name>.tmp.<pid><6 random digits>".
 std::vector<fs::path> temporaries(const fs::path& dir) {
   std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator(dir))
@@ -106,7 +106,16 @@ std::vector<fs::path> temporaries(const fs::path& dir) {
   return found;
 }
 
-std::string temporary_of(const std::string& path, pid_t writer) { return path + ".tmp." + std::to_string(writer); }
+// The temporary file of `writer`, once it has made one; until then a name no file has.
+std::string temporary_of(const std::string& path, pid_t writer) {
+  const fs::path target(path);
+  const std::string prefix = target.filename().string() + ".tmp." + std::to_string(writer);
+  for (const auto& entry : fs::directory_iterator(target.parent_path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0) return entry.path().string();
+  }
+  return path + ".tmp." + std::to_string(writer);
+}
 
 // A child process that saves `version` to `path` and exits 0 (1 if the save threw).
 pid_t start_writer(const Checkpoint& version, const std::string& path) {
@@ -308,11 +317,12 @@ std::string leave_killed_writers_file(const Checkpoint& version, const Checkpoin
                                       const std::string& path, uint64_t bytes) {
   for (int attempt = 0; attempt < 20; ++attempt) {
     const pid_t writer = start_writer(version, path);
-    const std::string file = temporary_of(path, writer);
     const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (file_size(file) < bytes && Clock::now() < deadline && !exited(writer))
+    while (file_size(temporary_of(path, writer)) < bytes && Clock::now() < deadline && !exited(writer))
       std::this_thread::sleep_for(std::chrono::microseconds(100));
-    if (!kill_writer(writer) && file_size(file) >= bytes) return file;
+    const bool killed = !kill_writer(writer);
+    const std::string file = temporary_of(path, writer);
+    if (killed && file_size(file) >= bytes) return file;
     save_checkpoint(restore, path);  // the writer got through: try again
   }
   EXPECT(false, "no kill left a temporary file of %llu bytes in 20 attempts", static_cast<unsigned long long>(bytes));

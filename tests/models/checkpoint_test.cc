@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <random>
@@ -289,6 +290,30 @@ TEST_CASE("saving removes the temporary files of killed writers, not a live writ
   CHECK(read_bytes(path + ".tmp.999992") == "a live writer's half");
   CHECK(fs::exists(path + ".tmp.notes"));
   CHECK(fs::exists(dir / "other.ckpt.tmp.999993"));
+  CHECK(load_checkpoint(path).epoch == small_checkpoint().epoch);
+}
+
+// A save once wrote through "<path>.tmp.<pid>", whatever was there.
+TEST_CASE("a save never writes through another writer's file or a planted link", "[checkpoint][save]") {
+  TempDir dir;
+  const std::string path = dir / "run.ckpt";
+  const std::string old_name = path + ".tmp." + std::to_string(::getpid());
+  SECTION("a live writer of the same pid (another container on a shared file system)") {
+    write_bytes(old_name, "the other writer's half");
+    const int other = ::open(old_name.c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(other >= 0);
+    REQUIRE(::flock(other, LOCK_EX | LOCK_NB) == 0);
+    save_checkpoint(small_checkpoint(), path);
+    ::close(other);
+    CHECK(read_bytes(old_name) == "the other writer's half");
+  }
+  SECTION("a symbolic link planted under the temporary name") {
+    const std::string victim = dir / "victim";
+    write_bytes(victim, "someone else's file");
+    fs::create_symlink(victim, old_name);
+    save_checkpoint(small_checkpoint(), path);
+    CHECK(read_bytes(victim) == "someone else's file");
+  }
   CHECK(load_checkpoint(path).epoch == small_checkpoint().epoch);
 }
 

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -500,6 +501,29 @@ int hung_rank(int argc, char** argv) {
   return g_failures;
 }
 
+// A rank that hangs after kolo's shutdown round, before MPI_Finalize (in the program's
+// own teardown, say): rank 0's shutdown() ends the job within KOLO_CONTROL_TIMEOUT_SECONDS
+// (set short by CTest) instead of waiting in MPI_Finalize for ever. Rank 1 sleeps far past
+// the test's timeout; mpirun ends it when rank 0 exits.
+int hang_after_shutdown() {
+  kolo::init();
+  g_rank = kolo::rank();
+  std::vector<float> v(4, 1.0f);
+  EXPECT(kolo::allreduce_async("teardown/op", kolo::view(v), {kolo::ReduceOp::Sum})
+             .wait_for(std::chrono::seconds(30))
+             .ok());
+  if (g_rank == 1) {
+    // Rank 0's shutdown ends this rank's kolo too (every rank's loop stops at the round).
+    std::this_thread::sleep_for(std::chrono::seconds(300));
+    return 1;
+  }
+  std::printf("rank 0: shutting down while rank 1 hangs\n");
+  std::fflush(stdout);
+  kolo::shutdown();  // ends the process after the bound
+  std::printf("rank 0: shutdown() returned although rank 1 never finalised\n");
+  return 1;
+}
+
 int config_error(const char* variable) {
   try {
     kolo::init();
@@ -641,6 +665,7 @@ int main(int argc, char** argv) {
     else if (mode == "c-api-process-sets") failures = c_api_process_sets();
     else if (mode == "autotune") failures = autotune();
     else if (mode == "hung-rank") failures = hung_rank(argc, argv);
+    else if (mode == "hang-after-shutdown") failures = hang_after_shutdown();
     else if (mode == "null-comm") failures = null_comm(argc, argv);
     else if (mode == "bad-timeline") failures = bad_timeline(argc, argv);
     else if (mode == "c-api-wait-output-misuse") failures = c_api_wait_output_misuse();
@@ -649,7 +674,7 @@ int main(int argc, char** argv) {
     else if (mode == "silenced-setting" && argc > 2) failures = silenced_setting(argv[2]);
     else {
       std::fprintf(stderr, "usage: %s kolo-owns|program-owns|low-thread-level|subcomm|topology|"
-                           "shutdown-aborts|c-api|c-api-process-sets|autotune|hung-rank|null-comm|bad-timeline|c-api-wait-output-misuse|"
+                           "shutdown-aborts|c-api|c-api-process-sets|autotune|hung-rank|hang-after-shutdown|null-comm|bad-timeline|c-api-wait-output-misuse|"
                            "config-error VARIABLE|ignored-setting VARIABLE|silenced-setting VARIABLE\n", argv[0]);
       return 2;
     }

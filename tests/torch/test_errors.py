@@ -105,3 +105,20 @@ def test_adasum_on_a_number_of_ranks_that_is_no_power_of_two_raises_at_once():
     else:
         with pytest.raises(hvd.InvalidArgumentError, match='power-of-two'):
             hvd.allreduce(torch.ones(2), op=hvd.Adasum)
+
+
+@needs_two
+def test_a_failed_gradient_leaves_no_handle_behind_and_the_others_are_written():
+    # 'a' has another shape on every rank (a Mismatch everywhere); 'b' is fine. synchronize()
+    # submits them in parameter order, so 'a' fails first: 'b' must still be waited for and
+    # written, and no handle stay in kolo.torch's table.
+    from kolo.torch import mpi_ops
+    a = torch.nn.Parameter(torch.zeros(2 + hvd.rank()))
+    b = torch.nn.Parameter(torch.zeros(3))
+    a.grad = torch.ones_like(a)
+    b.grad = torch.full_like(b, float(hvd.rank()))
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD([a, b], lr=0.1),
+                                         named_parameters=[('failing.a', a), ('failing.b', b)], op=hvd.Sum)
+    mismatch(optimizer.synchronize, 'failing.a')
+    assert not mpi_ops._handle_map
+    assert torch.equal(b.grad, torch.full((3,), float(sum(range(hvd.size())))))

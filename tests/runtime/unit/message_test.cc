@@ -61,7 +61,7 @@ TEST_CASE("request list round-trips through serialize and parse", "[message]") {
   list.requests.back().root = 3;
   list.requests.back().device = kolo::Device::cuda(1);
   list.requests.push_back(request(std::string("nul\0byte", 8), kolo::OpType::Allgather, kolo::DType::UInt8, {0, 7}));
-  list.requests.push_back(request("a2a", kolo::OpType::Alltoall, kolo::DType::BFloat16, {-1}));
+  list.requests.push_back(request("a2a", kolo::OpType::Alltoall, kolo::DType::BFloat16, {0}));
   list.invalidate_slots = {0, 5, 4294967295u};
   list.joined = true;
 
@@ -225,6 +225,14 @@ TEST_CASE("a negotiation message with a value no rank writes is rejected", "[mes
   SECTION("a negative element count") {
     CHECK_THROWS_MATCHES(kolo::parse_response_list(kolo::serialize(one_response(run_response("a", -5)))),
                          kolo::Error, HasCode(StatusCode::CommFailure, "negative size, -5"));
+  }
+  SECTION("a shape with a negative dimension, or more elements than 64 bits count") {
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, -1}, std::vector<int64_t>{1 << 30, 1 << 30, 1 << 30}}) {
+      kolo::RequestList list;
+      list.requests.push_back(request("s", kolo::OpType::Allreduce, kolo::DType::Float32, shape));
+      CHECK_THROWS_MATCHES(kolo::parse_request_list(kolo::serialize(list)), kolo::Error,
+                           HasCode(StatusCode::CommFailure, "tensor 's' has the shape " + kolo::shape_string(shape)));
+    }
   }
   SECTION("bytes after the end") {
     CHECK_THROWS_MATCHES(kolo::parse_request_list(kolo::serialize(kolo::RequestList{}) + "x"), kolo::Error,

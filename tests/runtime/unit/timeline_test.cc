@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -147,6 +148,23 @@ TEST_CASE("timeline writes a Chrome trace with a lane per tensor and fused group
       CHECK(e.at("dur").get<double>() == Approx(1970).margin(0.01));
     }
   }
+}
+
+// The watchdog's end of a job (MPI_Abort, _Exit) runs no destructor: what flush() wrote is
+// all the file will have, and a viewer reads it without the closing bracket.
+TEST_CASE("a flushed timeline has its events on disk while it is still open", "[timeline]") {
+  const std::string path = temp_path("kolo_timeline_flush");
+  const auto t0 = kolo::Timeline::Clock::now();
+  kolo::Timeline timeline;
+  timeline.open(path, 0, t0);
+  timeline.phase(0, "grad/w", "ALLREDUCE", t0 + 1ms, t0 + 2ms);
+  timeline.flush();
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const json doc = json::parse(text + "]");
+  CHECK(phases_on(doc, lane_of(lanes_of(doc, 0), "grad/w")) == std::vector<std::string>{"ALLREDUCE"});
+  timeline.close();
+  std::remove(path.c_str());
 }
 
 TEST_CASE("cycle markers are global instant CYCLE_START events at the cycles' times", "[timeline]") {

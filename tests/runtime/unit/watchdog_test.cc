@@ -127,6 +127,20 @@ TEST_CASE("a reported failure ends the job after the grace time, once", "[watchd
   CHECK(log.find("FATAL") == log.rfind("FATAL"));  // one line
 }
 
+// A process set's watchdog: its transport's ranks are the set's, its last line the job's.
+TEST_CASE("a process set's last line names the job's ranks, after what must be saved is saved", "[watchdog]") {
+  ThreeRanks job;
+  job.settings().global_ranks = {1, 4, 6};
+  int saved = 0;
+  job.settings().before_end = [&] { ++saved; };
+  kolo::Watchdog w0 = job.make(0), w1 = job.make(1);
+  w0.failed(kolo::Status(kolo::StatusCode::CommFailure, "no answer in process set 2"));
+  job.run_until([&] { return job.ended_by().has_value(); }, 30s);
+  REQUIRE(job.ended_by() == 0);
+  CHECK(saved == 1);
+  CHECK_THAT(job.log(), Contains("[kolo 1] FATAL: no answer in process set 2; rank 6 did not answer"));
+}
+
 TEST_CASE("after a failure the program's end ends the job at once", "[watchdog]") {
   ThreeRanks job;
   job.settings().grace = 600s;

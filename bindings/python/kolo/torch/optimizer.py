@@ -238,8 +238,7 @@ class _DistributedOptimizer(_GradientHooks):
             if group not in self._submitted:
                 self._submitted[group] = self._submit(group)
         try:
-            for finish in self._submitted.values():
-                finish()
+            _run_all(self._submitted.values())
         finally:
             self._end_step()
         self._synchronized = True
@@ -312,13 +311,32 @@ class _DistributedAdasumOptimizer(_GradientHooks):
         for p in self._hooked:
             if p not in self._submitted:
                 self._submitted[p] = self._submit(p)
-        try:
-            for p, handle in self._submitted.items():
+        def apply(p, handle):
+            try:
                 synchronize(handle)  # p holds the combined change
-                p.data.add_(self._starts[p])
+            finally:
+                p.data.add_(self._starts[p])  # a parameter again, also after a failure
+
+        try:
+            _run_all(lambda p=p, handle=handle: apply(p, handle) for p, handle in self._submitted.items())
         finally:
             self._end_step()
         return loss
+
+
+def _run_all(waits):
+    """Runs every wait, also after one has failed, then raises the first failure: a handle
+    not waited for would stay in kolo's table with its tensors, and its gradient would not
+    be written back."""
+    first_failure = None
+    for wait in waits:
+        try:
+            wait()
+        except Exception as e:  # noqa: BLE001 -- raised again below
+            if first_failure is None:
+                first_failure = e
+    if first_failure is not None:
+        raise first_failure
 
 
 def _check_groups(groups):
