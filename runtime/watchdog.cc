@@ -110,7 +110,23 @@ void Watchdog::loop() {
         call_progress_ = progress;
         call_moved_ = now;
       } else if (now - call_moved_ > settings_.data_timeout) {
-        why = "kolo: " + describe(*call_, *call_entries_) + " made no progress for " + seconds_text(settings_.data_timeout) +
+        // Stuck for good, or only slow (a large allgather in one piece on a slow link, a
+        // node's non-leaders waiting while their leader works)? A roll call tells: ranks
+        // that still answer get another data timeout; one that does not ends the job.
+        const Response* stuck = call_;
+        const std::string what = describe(*call_, *call_entries_);
+        lock.unlock();
+        std::vector<int> silent = transport_.roll_call(liveness_bound());
+        lock.lock();
+        if (call_ != stuck || progress_.load(std::memory_order_relaxed) != call_progress_) continue;  // it moved
+        if (silent.empty()) {
+          KOLO_LOG(Warning) << "kolo: " << what << " has made no progress for " << seconds_text(settings_.data_timeout)
+                            << " (KOLO_DATA_TIMEOUT_SECONDS), but every rank answers a roll call: waiting on";
+          call_moved_ = clock_.now();
+          continue;
+        }
+        std::call_once(roll_call_once_, [&] { silent_ = std::move(silent); });
+        why = "kolo: " + what + " made no progress for " + seconds_text(settings_.data_timeout) +
               " (KOLO_DATA_TIMEOUT_SECONDS): a rank has died, hung, or lost its network link";
       }
     }
@@ -135,6 +151,12 @@ void Watchdog::hold_roll_call() {
     std::lock_guard<std::mutex> lock(mutex_);
     silent_ = std::move(silent);
   });
+}
+
+// Longer than a failure's roll call: on a slow link a question may wait behind the
+// collective's own bytes, and ending a healthy job is worse than a late end.
+std::chrono::milliseconds Watchdog::liveness_bound() const {
+  return std::max(settings_.roll_call_bound, settings_.data_timeout / 4);
 }
 
 int Watchdog::global_rank(int set_rank) const {

@@ -5,8 +5,11 @@
 // It watches two things:
 //   - the data path. The background thread runs each collective inside a DataCall. A call
 //     that makes no progress (no piece of it completes: DataOptions::progress) for the data
-//     timeout is stuck inside MPI, where nothing can fail it, so the watchdog ends the job
-//     at once. A long collective on a slow link completes pieces, and never trips it.
+//     timeout may be stuck inside MPI, where nothing can fail it: the watchdog holds a roll
+//     call, and ends the job at once if a rank does not answer. If every rank answers, the
+//     call is slow, not stuck (a collective in one piece on a slow link, or ranks waiting
+//     while their node's leader works): it gets another data timeout, with a warning. A
+//     long collective in pieces on a slow link completes pieces, and never trips it.
 //   - failures the background thread reports (failed()): no answer within the control
 //     timeout, a failed MPI call, a stall shutdown. The handles have failed with the error;
 //     the program has the grace time to see it and end (its exit, or shutdown(), ends the
@@ -88,6 +91,8 @@ class Watchdog {
   // Prints the one line (why, and who did not answer) and ends the job; once.
   void end_job(const std::string& why);
   int global_rank(int set_rank) const;
+  // How long the roll call of a data call without progress waits for answers.
+  std::chrono::milliseconds liveness_bound() const;
 
   Transport& transport_;
   const WatchdogSettings settings_;

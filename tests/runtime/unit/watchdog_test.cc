@@ -22,9 +22,9 @@ namespace {
 
 class ThreeRanks {
  public:
-  ThreeRanks() : world_(3, clock_) {
+  explicit ThreeRanks(bool rank_2_hangs = true) : world_(3, clock_) {
     for (int r = 0; r < 3; ++r) transports_.push_back(world_.transport(r));
-    world_.stop_taking_part(2);
+    if (rank_2_hangs) world_.stop_taking_part(2);
     kolo::set_log_sink([this](kolo::LogLevel, const std::string& line) {
       std::lock_guard<std::mutex> lock(mutex_);
       log_ += line + "\n";
@@ -37,6 +37,7 @@ class ThreeRanks {
   kolo::Watchdog make(int rank) { return kolo::Watchdog(*transports_[rank], settings_, clock_); }
   kolo::WatchdogSettings& settings() { return settings_; }
   std::optional<int> ended_by() const { return world_.ended_by(); }
+  void hang(int rank) { world_.stop_taking_part(rank); }
   double seconds() const { return std::chrono::duration<double>(clock_.now().time_since_epoch()).count(); }
   std::string log() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -93,6 +94,28 @@ TEST_CASE("a data collective without progress ends the job, naming it and the ra
   const std::string log = job.log();
   CHECK_THAT(log, Contains("[kolo 0] FATAL: kolo: allreduce of 'grad/a' and 2 more tensors made no progress for 3 s"));
   CHECK_THAT(log, Contains("; rank 2 did not answer a roll call within 2 s; ending the job (exit code 70)"));
+}
+
+// An allgather in one piece on a slow link, or a node's non-leaders while their leader
+// works: no piece completes, but every rank is there.
+TEST_CASE("a data collective without progress whose ranks all answer is waited on, until one stops answering",
+          "[watchdog]") {
+  ThreeRanks job(/*rank_2_hangs=*/false);
+  kolo::Watchdog w0 = job.make(0), w1 = job.make(1), w2 = job.make(2);
+  const kolo::Response r = allreduce_of({"slow"});
+  const std::vector<kolo::TensorEntry*> entries;
+  const auto call = w0.data_call(r, entries);
+  job.run_until([&] { return job.ended_by().has_value(); }, 12s);  // four data timeouts
+  CHECK_FALSE(job.ended_by().has_value());
+  CHECK_THAT(job.log(), Contains("[kolo 0] WARNING: kolo: allreduce of 'slow' has made no progress for 3 s "
+                                 "(KOLO_DATA_TIMEOUT_SECONDS), but every rank answers a roll call: waiting on"));
+  job.hang(2);
+  const double hung_at = job.seconds();
+  job.run_until([&] { return job.ended_by().has_value(); }, 30s);
+  REQUIRE(job.ended_by() == 0);
+  CHECK(job.seconds() - hung_at <= 3 + 2 + 1.5);  // at most a data timeout, then the roll call
+  CHECK_THAT(job.log(), Contains("made no progress for 3 s (KOLO_DATA_TIMEOUT_SECONDS): a rank has died, hung, or "
+                                 "lost its network link; rank 2 did not answer a roll call within 2 s"));
 }
 
 TEST_CASE("a long data collective that completes pieces never trips the watchdog", "[watchdog]") {
