@@ -81,6 +81,7 @@ struct InProcessWorld::State {
   std::condition_variable cv;
   std::map<uint64_t, std::shared_ptr<Round>> rounds;  // by call number
   std::vector<bool> stopped;
+  std::map<int, InProcessCall> stop_at;  // stop_taking_part_at(): rank -> the call it hangs in
   std::optional<Status> failure;  // once set, every call fails with it
   std::vector<std::array<int64_t, kCalls>> completed;
   // The roll call: questions asked so far, and how many of them each rank has answered.
@@ -133,6 +134,11 @@ std::shared_ptr<const InProcessWorld::State::Round> InProcessWorld::State::meet(
   if (failure) fail_as_before();
   const auto deadline = clock.now() + options.timeout;
   const auto timed_out = [&] { fail(ops::no_answer(options.timeout, during(call))); };
+  if (auto at = stop_at.find(rank); at != stop_at.end() && at->second == call) {
+    stopped[static_cast<std::size_t>(rank)] = true;
+    stop_at.erase(at);
+    cv.notify_all();
+  }
   if (stopped[static_cast<std::size_t>(rank)]) {  // hung: it never arrives, and fails with the others
     if (!ops::wait_until(clock, cv, lock, deadline, [&] { return failure.has_value(); })) timed_out();
     fail_as_before();
@@ -411,9 +417,15 @@ class InProcessTransport final : public Transport {
   std::vector<int> roll_call(std::chrono::milliseconds bound) override {
     State& w = *endpoint_->world;
     std::unique_lock<std::mutex> lock(w.mutex);
+    const auto me = static_cast<std::size_t>(endpoint_->rank);
     const int64_t question = ++w.questions;
-    w.answered[static_cast<std::size_t>(endpoint_->rank)] = question;
+    if (!w.stopped[me]) w.answered[me] = question;  // a hung rank asks, but answers nothing
+    w.cv.notify_all();  // ranks asking at the same time answer this question while they wait
     const auto all_answered = [&] {
+      if (!w.stopped[me] && w.answered[me] != w.questions) {  // answers the others' questions meanwhile
+        w.answered[me] = w.questions;
+        w.cv.notify_all();
+      }
       return std::all_of(w.answered.begin(), w.answered.end(), [&](int64_t a) { return a >= question; });
     };
     ops::wait_until(w.clock, w.cv, lock, w.clock.now() + bound, all_answered);
@@ -437,6 +449,7 @@ class InProcessTransport final : public Transport {
   void end_job(int) override {
     State& w = *endpoint_->world;
     std::lock_guard<std::mutex> lock(w.mutex);
+    if (w.stopped[static_cast<std::size_t>(endpoint_->rank)]) return;  // a hung rank ends nothing
     if (!w.ended_by) w.ended_by = endpoint_->rank;
   }
 
@@ -467,6 +480,11 @@ std::unique_ptr<Transport> InProcessWorld::transport(int rank) {
 }
 
 void InProcessWorld::stop_taking_part(int rank) { state_->stop(rank); }
+
+void InProcessWorld::stop_taking_part_at(int rank, InProcessCall call) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->stop_at[rank] = call;
+}
 
 void InProcessWorld::damage_messages(MessageDamage damage) {
   std::lock_guard<std::mutex> lock(state_->mutex);

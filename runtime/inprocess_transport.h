@@ -65,6 +65,9 @@ class InProcessWorld {
   // subsets made from this world: its calls wait until the other ranks give up (the
   // timeout), then fail as theirs do.
   void stop_taking_part(int rank);
+  // `rank` stops taking part (as above) when it next makes a call of kind `call`: a rank
+  // that hangs inside, say, the set-up of a process set (InProcessCall::Subset).
+  void stop_taking_part_at(int rank, InProcessCall call);
   // From now on `damage` may rewrite every negotiation message a rank sends (its requests
   // on their way to rank 0, rank 0's responses on their way out) before any other rank
   // reads it, as a damaged link or a lying peer would. For tests of the checks a rank

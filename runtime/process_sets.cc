@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "logging.h"
+#include "watchdog.h"
 
 namespace kolo {
 namespace {
@@ -101,7 +102,20 @@ ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& con
   open_timeline(timeline_, config, transport->control(), clock_);
   // Before the global runtime's thread starts: subset() is collective over its transport.
   std::vector<std::unique_ptr<Transport>> subsets;
-  for (const std::vector<int>& set : sets) subsets.push_back(transport->subset(set));
+  if (!sets.empty()) {
+    // The splits block in MPI with no bound of their own, and no runtime's watchdog runs
+    // yet: one of their own watches them as a data call, so that a rank that stops here
+    // ends the job as it would in a collective.
+    WatchdogSettings watch;
+    watch.data_timeout = config.data_timeout();
+    Watchdog watchdog(*transport, std::move(watch), clock_);
+    Response making;
+    making.type = OpType::ProcessSet;
+    making.names = {"init()'s static process sets"};
+    const std::vector<TensorEntry*> no_entries;
+    const Watchdog::DataCall call = watchdog.data_call(making, no_entries);
+    for (const std::vector<int>& set : sets) subsets.push_back(transport->subset(set));
+  }
   SetRole global_role;
   global_role.on_process_set = [this](TensorEntry& entry, Transport& t) { return change(entry, t); };
   global_ = std::make_shared<Runtime>(std::move(transport), config, clock_, timeline_, std::move(global_role));

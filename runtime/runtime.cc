@@ -501,6 +501,10 @@ void Runtime::run(const std::vector<Response>& responses,
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {
       continue;  // cannot happen: the coordinator only releases these when every rank has them
     } else if (r.type == OpType::ProcessSet) {
+      // Communicator splits and duplicates, blocking in MPI: watched as a data call, so that
+      // a rank that stops here ends the job (with no piece to complete, a roll call tells a
+      // slow set-up from a stuck one).
+      const Watchdog::DataCall call = watchdog_->data_call(r, entries[i]);
       status = role_.on_process_set
                    ? role_.on_process_set(*entries[i][0], *transport_)
                    : Status(StatusCode::Internal, "kolo: a process set change reached a process set's runtime");

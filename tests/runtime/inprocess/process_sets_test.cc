@@ -188,3 +188,60 @@ TEST_CASE("a runtime shut down from two threads at once is joined once", "[inpro
     CHECK_FALSE(runtime.failed());  // an agreed shutdown, not a failure
   }
 }
+
+// Making a process set splits communicators, blocking in MPI with no bound of its own: a
+// rank that hangs there (here: at its next subset(), after the change was negotiated)
+// must end the job through the watchdog, as it would in a collective, within the data
+// timeout and a roll call, long before the transport's own timeout.
+TEST_CASE("in-process: a rank that hangs while a process set is made ends the job within the data timeout",
+          "[inprocess][process_sets]") {
+  JobOptions options = dynamic_sets(3);
+  options.config.data_timeout_seconds = 5;
+  options.config.control_timeout_seconds = 40;
+  Job job(options);
+  job.world().stop_taking_part_at(2, kolo::InProcessCall::Subset);
+  job.run([&](kolo_scenarios::Peer& peer) {
+    const double start = peer.seconds();
+    std::string error;
+    peer.blocking([&] {
+      try {
+        kolo::add_process_set({0, 2});
+      } catch (const kolo::Error& e) {
+        error = e.what();
+      }
+    });
+    PEER_CHECK(peer, !error.empty(), "add_process_set() succeeded with rank 2 hung");
+    // The watchdog ended the job (data timeout, then a roll call of 2 s), then the transport
+    // gave up after its 40 s; before, only the latter.
+    PEER_CHECK(peer, job.world().ended_by().has_value(),
+               "the job was not ended; after " << peer.seconds() - start << " s: " << error);
+  });
+  REQUIRE(job.world().ended_by().has_value());
+  CHECK(*job.world().ended_by() != 2);
+}
+
+// init()'s static sets are made before any runtime, and so any watchdog, runs: a watchdog of
+// their own watches the splits.
+TEST_CASE("a rank that hangs while init() makes the static process sets ends the job", "[inprocess][process_sets]") {
+  kolo::InProcessWorld world(3, kolo::steady_clock(), kolo::InProcessOptions{std::chrono::seconds(8), 0});
+  world.stop_taking_part_at(2, kolo::InProcessCall::Subset);
+  kolo::Config config = kolo_inprocess::scenario_config();
+  config.data_timeout_seconds = 1;
+  std::vector<std::thread> ranks;
+  std::vector<std::string> errors(3);
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < 3; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        kolo::ProcessSets sets(world.transport(r), config, kolo::steady_clock(), {{0, 1}, {1, 2}});
+      } catch (const kolo::Error& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (std::thread& t : ranks) t.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(world.ended_by().has_value());  // the watchdog, not only the transport's 8 s
+  CHECK(*world.ended_by() != 2);
+  for (const std::string& e : errors) CHECK_FALSE(e.empty());
+  CHECK(took < 20);
+}
