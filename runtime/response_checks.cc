@@ -76,10 +76,9 @@ void check_response_fits(const Response& r, std::span<TensorEntry* const> entrie
               std::to_string(mine.num_elements()));
   }
   times(total, static_cast<int64_t>(element), "the " + tensor(r, 0));
-  const TensorEntry& first = *entries[0];
-  switch (r.type) {
+  switch (r.type) {  // entries[0] is this rank's tensor: only an allreduce runs without one
     case OpType::Allgather: {
-      const Shape& shape = first.request.shape;
+      const Shape& shape = entries[0]->request.shape;
       if (r.rank_first_dims.size() != static_cast<std::size_t>(size) || shape.empty() ||
           r.rank_first_dims[static_cast<std::size_t>(rank)] != shape[0])
         damaged("the " + tensor(r, 0) + " gives " + std::to_string(r.rank_first_dims.size()) +
@@ -94,9 +93,10 @@ void check_response_fits(const Response& r, std::span<TensorEntry* const> entrie
       const bool member = global_ranks.empty()
                               ? r.root >= 0 && r.root < size
                               : std::find(global_ranks.begin(), global_ranks.end(), r.root) != global_ranks.end();
-      if (!member || r.root != first.request.root)
+      const int32_t mine = entries[0]->request.root;
+      if (!member || r.root != mine)
         damaged("the " + tensor(r, 0) + " has root " + std::to_string(r.root) + ", where this rank's has " +
-                std::to_string(first.request.root));
+                std::to_string(mine));
       break;
     }
     default: break;

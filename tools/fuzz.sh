@@ -82,7 +82,11 @@ for harness in "${harnesses[@]}"; do
   kolo_log "$harness: fuzzing for $seconds s"
   status=0
   # -close_fd_mask=1: the harness's own stdout (kolorun --help) out of the log.
-  "$binary" -max_total_time="$seconds" -rss_limit_mb=512 -malloc_limit_mb=256 -timeout=10 \
+  # libFuzzer stops itself after -max_total_time, and an input that runs past -timeout is a
+  # finding; `timeout` bounds the rest (a harness stuck where libFuzzer's alarm cannot end
+  # it), and such a run fails as "hung".
+  timeout --kill-after=10 "$((seconds + 60))" \
+    "$binary" -max_total_time="$seconds" -rss_limit_mb=512 -malloc_limit_mb=256 -timeout=10 \
     -close_fd_mask=1 -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" \
     >"$work/log" 2>&1 || status=$?
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)"
@@ -93,6 +97,8 @@ for harness in "${harnesses[@]}"; do
   kind=ok
   if ((crashes > 0)); then
     kind="$(find "$work/artifacts" -type f | head -1 | xargs basename | cut -d- -f1)"
+  elif ((status == 124 || status == 137)); then
+    kind=hung
   elif ((status != 0)); then
     kind=error
   fi

@@ -1,7 +1,6 @@
 // The examples' shared pieces (examples/common) on their own, without MPI: what the console
 // lines look like, how the metrics CSV and the checkpoint folder behave across a resume, and
 // the exact counting behind the evaluation.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <filesystem>

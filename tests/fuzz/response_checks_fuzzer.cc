@@ -94,10 +94,11 @@ void run_response(const kolo::Response& r, const LocalState& s) {
         total += r.element_counts[i];
         if (entries[i] == nullptr) continue;
         kolo_fuzz::require(r.element_counts[i] == s.d0 * s.d1, "a response that passes counts the local tensor's elements");
-        std::memset(entries[i]->output, 0, static_cast<std::size_t>(r.element_counts[i]) * element);
+        const std::size_t bytes = static_cast<std::size_t>(r.element_counts[i]) * element;
+        if (bytes > 0) std::memset(entries[i]->output, 0, bytes);  // the local tensor, as the backend writes it
       }
-      int64_t bytes = 0;  // a joined rank's zeros, the fusion buffer
-      kolo_fuzz::require(!__builtin_mul_overflow(total, static_cast<int64_t>(element), &bytes),
+      int64_t fused_bytes = 0;  // a joined rank's zeros, the fusion buffer
+      kolo_fuzz::require(!__builtin_mul_overflow(total, static_cast<int64_t>(element), &fused_bytes),
                          "a response that passes has a byte count that fits in 64 bits");
       break;
     }

@@ -1,6 +1,5 @@
 // read_fixture and Fixture::floats on damaged fixtures: every size a record claims is
 // checked (for overflow, and against the tensor file's own size) before it is trusted.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 #include <unistd.h>
 

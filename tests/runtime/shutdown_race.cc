@@ -7,7 +7,6 @@
 //
 // One process, no mpirun: MPI starts as a singleton. The test owns MPI, so kolo starts and
 // shuts down on MPI_COMM_WORLD several times in one run.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <atomic>

@@ -10,9 +10,6 @@
 //
 // The GPU tests (tests/ops/gpu/) build it with KOLO_TEST_REQUIRES_GPU: on a machine without
 // a CUDA device they exit with kSkipNoGpu, which CTest reports as skipped.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,6 +21,7 @@
 #include <mpi.h>
 
 #include "kolo/kolo.h"
+#include "support/catch_session.h"
 
 #ifdef KOLO_TEST_REQUIRES_GPU
 #include <cuda_runtime_api.h>
@@ -57,19 +55,12 @@ int main(int argc, char** argv) {
 
   // Names this binary in the report files and messages (three binaries share this main).
   const std::string program = std::filesystem::path(argv[0]).filename().string();
-  Catch::Session session;
-  int failures = session.applyCommandLine(argc, argv);
   std::string log_path;
-  if (failures == 0) {
-    if (world_rank != 0) {
-      log_path = (std::filesystem::temp_directory_path() /
-                  (program + "." + std::to_string(::getpid()) + ".rank" +
-                   std::to_string(world_rank) + ".log"))
-                     .string();
-      session.configData().outputFilename = log_path;
-    }
-    failures = session.run();
-  }
+  if (world_rank != 0)
+    log_path = (std::filesystem::temp_directory_path() /
+                (program + "." + std::to_string(::getpid()) + ".rank" + std::to_string(world_rank) + ".log"))
+                   .string();
+  const int failures = kolo_test::run_catch(argc, argv, log_path);
   if (!log_path.empty()) {
     if (failures != 0) {
       std::ifstream in(log_path);
