@@ -95,6 +95,7 @@ std::string describe_lost_host(const std::string& host, const JobOutput& output,
 std::string describe_kolo_fatal(const KoloFatal& fatal, const JobOutput& output) {
   std::string text = "kolorun: kolo on " + with_host(fatal.rank, host_of(fatal.rank, output)) +
                      " ended the job: " + fatal.why;
+  if (!fatal.roll_called) return text + last_lines(fatal.rank, output, "its");
   if (fatal.silent.empty()) return text + "; every rank answered the roll call" + last_lines(fatal.rank, output, "its");
   text += fatal.silent.size() == 1 ? "; " : "; ranks ";
   for (size_t i = 0; i < fatal.silent.size(); ++i) {

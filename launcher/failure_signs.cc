@@ -14,7 +14,7 @@ constexpr size_t kLongestSign = 4096;
 const std::regex& kolo_fatal() {
   static const std::regex pattern(
       R"(^\[kolo (\d+)\] FATAL: (.*?))"
-      R"((?:; (?:(ranks? [\d, ]+) did not answer a roll call[^;]*|every rank answered a roll call))?)"
+      R"((; (?:(ranks? [\d, ]+) did not answer a roll call[^;]*|every rank answered a roll call))?)"
       R"((?:; ending the job \(exit code (\d+)\))?$)");
   return pattern;
 }
@@ -44,8 +44,9 @@ std::optional<KoloFatal> parse_kolo_fatal(std::string_view text) {
   std::smatch m;
   if (!std::regex_match(line, m, kolo_fatal())) return std::nullopt;
   KoloFatal fatal{std::stoi(m[1]), m[2], {}, std::nullopt};
-  if (m[4].matched) fatal.exit_code = std::stoi(m[4]);
-  const std::string silent = m[3];
+  fatal.roll_called = m[3].matched;
+  if (m[5].matched) fatal.exit_code = std::stoi(m[5]);
+  const std::string silent = m[4];
   static const std::regex number(R"(\d+)");
   for (auto it = std::sregex_iterator(silent.begin(), silent.end(), number); it != std::sregex_iterator(); ++it)
     fatal.silent.push_back(std::stoi(it->str()));

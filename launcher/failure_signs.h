@@ -36,6 +36,8 @@ struct KoloFatal {
   std::string why;             // what failed
   std::vector<int> silent;     // the ranks that did not answer its roll call
   std::optional<int> exit_code;  // what every process of the job exits with
+  bool roll_called = false;    // whether the line says how a roll call went (one after
+                               // MPI_Finalize began asks nobody)
 };
 std::optional<KoloFatal> parse_kolo_fatal(std::string_view text);
 

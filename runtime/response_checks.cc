@@ -1,7 +1,6 @@
 #include "response_checks.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "kolo/check.h"
 
@@ -16,16 +15,19 @@ std::string tensor(const Response& r, std::size_t i) {
   return std::string(op_type_name(r.type)) + " of '" + r.names[i] + "'";
 }
 
-// a * b, or the error when it does not fit in 64 bits.
-int64_t times(int64_t a, int64_t b, const std::string& what) {
+// a * b and a + b, or the error when they do not fit in 64 bits. `what()` names what
+// overflowed; it is called only then (these run for every tensor of every response).
+template <typename What>
+int64_t times(int64_t a, int64_t b, const What& what) {
   int64_t product = 0;
-  if (__builtin_mul_overflow(a, b, &product)) damaged(what + ": more bytes than 64 bits count");
+  if (__builtin_mul_overflow(a, b, &product)) damaged(what() + ": more bytes than 64 bits count");
   return product;
 }
 
-int64_t plus(int64_t a, int64_t b, const std::string& what) {
+template <typename What>
+int64_t plus(int64_t a, int64_t b, const What& what) {
   int64_t sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) damaged(what + ": more elements than 64 bits count");
+  if (__builtin_add_overflow(a, b, &sum)) damaged(what() + ": more elements than 64 bits count");
   return sum;
 }
 
@@ -41,12 +43,13 @@ void check_cache_slots(std::span<const uint32_t> slots, int capacity, const std:
 
 int64_t checked_total_rows(std::span<const int64_t> rows, int64_t row_elements, std::size_t element_bytes,
                            const char* what) {
+  const auto named = [what] { return std::string(what); };
   int64_t total = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0) damaged(std::string(what) + ": rank " + std::to_string(i) + " has " + std::to_string(rows[i]) + " rows");
-    total = plus(total, rows[i], what);
+    if (rows[i] < 0) damaged(named() + ": rank " + std::to_string(i) + " has " + std::to_string(rows[i]) + " rows");
+    total = plus(total, rows[i], named);
   }
-  times(times(total, row_elements, what), static_cast<int64_t>(element_bytes), what);
+  times(times(total, row_elements, named), static_cast<int64_t>(element_bytes), named);
   return total;
 }
 
@@ -62,7 +65,7 @@ void check_response_fits(const Response& r, std::span<TensorEntry* const> entrie
   int64_t total = 0;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const int64_t count = r.element_counts[i];
-    total = plus(total, count, "the " + tensor(r, i));
+    total = plus(total, count, [&] { return "the " + tensor(r, i); });
     const TensorEntry* e = entries[i];
     if (e == nullptr) continue;  // a joined rank's zeros: sized by the response alone
     const Request& mine = e->request;
@@ -75,7 +78,7 @@ void check_response_fits(const Response& r, std::span<TensorEntry* const> entrie
       damaged("it runs " + tensor(r, i) + " on " + std::to_string(count) + " elements, but this rank's tensor has " +
               std::to_string(mine.num_elements()));
   }
-  times(total, static_cast<int64_t>(element), "the " + tensor(r, 0));
+  times(total, static_cast<int64_t>(element), [&] { return "the " + tensor(r, 0); });
   switch (r.type) {  // entries[0] is this rank's tensor: only an allreduce runs without one
     case OpType::Allgather: {
       const Shape& shape = entries[0]->request.shape;
@@ -85,7 +88,8 @@ void check_response_fits(const Response& r, std::span<TensorEntry* const> entrie
                 " first dimensions for " + std::to_string(size) + " ranks, not this rank's " +
                 (shape.empty() ? std::string("(a scalar)") : std::to_string(shape[0])));
       int64_t row = 1;
-      for (std::size_t d = 1; d < shape.size(); ++d) row = times(row, shape[d], "this rank's tensor");
+      for (std::size_t d = 1; d < shape.size(); ++d)
+        row = times(row, shape[d], [] { return std::string("this rank's tensor"); });
       checked_total_rows(r.rank_first_dims, row, element, "an allgather's first dimensions");
       break;
     }

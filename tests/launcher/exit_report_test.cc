@@ -89,16 +89,20 @@ TEST_CASE("kolo's line is reported with the rank that did not answer and that ra
   output.add(Stream::Stderr, {0, "kolorun-rank-started host=node0 pid=40 start=1", true});
   output.add(Stream::Stderr, {2, "kolorun-rank-started host=node1 pid=42 start=1", true});
   output.add(Stream::Stdout, {2, "rank 2 iter 7", true});
-  const KoloFatal fatal{0, "kolo: allreduce of 'loop' made no progress for 5 s", {2}, 70};
+  const KoloFatal fatal{0, "kolo: allreduce of 'loop' made no progress for 5 s", {2}, 70, true};
   CHECK(describe_kolo_fatal(fatal, output) ==
         "kolorun: kolo on rank 0 (on node0) ended the job: kolo: allreduce of 'loop' made no progress for 5 s; "
         "rank 2 (on node1) did not answer the roll call; rank 2's last lines:\n"
         "  [2]<stdout>:rank 2 iter 7\n");
-  CHECK(describe_kolo_fatal({0, "why", {1, 2}, 70}, output) ==
+  CHECK(describe_kolo_fatal({0, "why", {1, 2}, 70, true}, output) ==
         "kolorun: kolo on rank 0 (on node0) ended the job: why; ranks 1, 2 (on node1) did not answer the roll "
         "call; rank 1 printed nothing\n");
-  CHECK(describe_kolo_fatal({2, "why", {}, 70}, output) ==
+  CHECK(describe_kolo_fatal({2, "why", {}, 70, true}, output) ==
         "kolorun: kolo on rank 2 (on node1) ended the job: why; every rank answered the roll call; its last lines:\n"
+        "  [2]<stdout>:rank 2 iter 7\n");
+  // A line that held no roll call (MPI_Finalize's bound) claims nothing about one.
+  CHECK(describe_kolo_fatal({2, "why", {}, 70, false}, output) ==
+        "kolorun: kolo on rank 2 (on node1) ended the job: why; its last lines:\n"
         "  [2]<stdout>:rank 2 iter 7\n");
   std::fclose(sink);
 }

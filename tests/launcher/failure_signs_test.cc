@@ -34,8 +34,16 @@ TEST_CASE("kolo's last line is a failure sign, and names who printed it and who 
       "[kolo 1] FATAL: kolo: stall shutdown; every rank answered a roll call; ending the job (exit code 70)");
   REQUIRE(all_answered);
   CHECK(all_answered->silent.empty());
+  CHECK(all_answered->roll_called);
   CHECK(all_answered->why == "kolo: stall shutdown");
   CHECK(all_answered->exit_code == 70);
+
+  const auto no_roll_call = parse_kolo_fatal(
+      "[kolo 0] FATAL: kolo: MPI_Finalize waited 3 s (KOLO_CONTROL_TIMEOUT_SECONDS) for ranks that left kolo's "
+      "shutdown round but never finalised MPI (hung after kolo::shutdown()?); ending the job (exit code 70)");
+  REQUIRE(no_roll_call);
+  CHECK_FALSE(no_roll_call->roll_called);
+  CHECK(no_roll_call->exit_code == 70);
 }
 
 TEST_CASE("mpirun's reports of a failed rank and of an abort are failure signs", "[failure-signs]") {
