@@ -197,6 +197,12 @@ void get_response(Reader& rd, Response& r) {
   for (const std::vector<int64_t>* sizes : {&r.element_counts, &r.rank_first_dims})
     for (int64_t n : *sizes)
       if (n < 0) rd.damaged("a response gives a negative size, " + std::to_string(n));
+  // Every rank sizes buffers by their sum (the fusion plan, a joined rank's zeros).
+  int64_t elements = 0, bytes = 0;
+  for (int64_t n : r.element_counts)
+    if (__builtin_add_overflow(elements, n, &elements) ||
+        __builtin_mul_overflow(elements, static_cast<int64_t>(dtype_size(r.dtype)), &bytes))
+      rd.damaged("a response's tensors take more bytes than 64 bits count");
 }
 
 // The fewest bytes a request or response can take: every string and vector empty.

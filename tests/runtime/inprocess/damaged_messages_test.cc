@@ -116,7 +116,7 @@ TEST_CASE("in-process: a response naming more tensors than this rank matched fai
                       allreduce, "a response names 2 tensors where this rank matched 1");
 }
 
-TEST_CASE("in-process: a joined rank does not size zeros from a count whose bytes overflow 64 bits",
+TEST_CASE("in-process: a response whose bytes overflow 64 bits fails at the parser, before a joined rank sizes zeros",
           "[inprocess][damage]") {
   expect_damage_found(kolo::InProcessCall::ControlBroadcast, 0, responses([](kolo::Response& r) {
                         if (r.type == kolo::OpType::Allreduce) r.element_counts[0] = int64_t{1} << 62;
@@ -125,7 +125,7 @@ TEST_CASE("in-process: a joined rank does not size zeros from a count whose byte
                         if (peer.rank() == 2) return peer.join();
                         return allreduce(peer, data);
                       },
-                      "the allreduce of 'damage/x': more bytes than 64 bits count");
+                      "a response's tensors take more bytes than 64 bits count");
 }
 
 TEST_CASE("in-process: an allgather's first dimensions for the wrong number of ranks fail everywhere",
