@@ -565,12 +565,19 @@ void Runtime::autotune_step() {
   KOLO_LOG(Info) << "autotune chose fusion threshold " << best.fusion_threshold_bytes
                  << " bytes, allreduce pieces of " << best.chunk_bytes << " bytes";
   if (config_.autotune_log.empty()) return;
-  if (std::FILE* f = std::fopen(config_.autotune_log.c_str(), "w")) {
+  // Written beside it and renamed into place: a reader (a script waiting for the search to
+  // end) never finds the file half written.
+  const std::string written = config_.autotune_log + ".tmp";
+  bool ok = false;
+  if (std::FILE* f = std::fopen(written.c_str(), "w")) {
     std::fputs("trial,fusion_threshold_bytes,chunk_bytes,bytes,seconds,GBps\n", f);
     for (const std::string& line : autotuner_->log()) std::fprintf(f, "%s\n", line.c_str());
     std::fprintf(f, "# chosen: trial %zu\n", autotuner_->current());
-    std::fclose(f);
-  } else {
+    ok = std::ferror(f) == 0;
+    ok = std::fclose(f) == 0 && ok && std::rename(written.c_str(), config_.autotune_log.c_str()) == 0;
+  }
+  if (!ok) {
+    std::remove(written.c_str());
     KOLO_LOG(Warning) << "cannot write KOLO_AUTOTUNE_LOG file '" << config_.autotune_log << "'";
   }
 }
