@@ -1,6 +1,5 @@
 // broadcast_parameters and broadcast_optimizer_state: the start of a data-parallel run,
 // where every rank takes root's model and optimizer.
-#include <exception>
 #include <sstream>
 
 #include "tensors.h"
@@ -16,17 +15,7 @@ void broadcast_parameters(const NamedTensors& tensors, int root, const ProcessSe
   for (const auto& [name, tensor] : tensors) {
     handles.push_back(broadcast_async_(tensor, root, "broadcast_parameters." + name, set));
   }
-  // Every handle is waited for, also after one fails: a handle let go of early would free
-  // the copies kolo may still be writing. The first failure is the one reported.
-  std::exception_ptr first_failure;
-  for (const Handle& h : handles) {
-    try {
-      h.wait();
-    } catch (...) {
-      if (!first_failure) first_failure = std::current_exception();
-    }
-  }
-  if (first_failure) std::rethrow_exception(first_failure);
+  detail::wait_all(handles);
 }
 
 void broadcast_parameters(const ::torch::nn::Module& module, int root, const ProcessSet& set) {

@@ -165,16 +165,8 @@ struct DistributedOptimizer::Impl {
         s.handle = Handle();
       }
     }
-    // Every handle is waited for, even after a failure: kolo must be done with the
-    // gradients before anyone touches them again.
-    for (const Handle& h : pending) {
-      try {
-        h.wait();
-      } catch (...) {
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
+    // kolo must be done with the gradients before anyone touches them again.
+    detail::wait_all(pending, error);
     synchronized = true;
   }
 };

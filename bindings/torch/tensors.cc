@@ -150,6 +150,17 @@ Handle wrap(kolo::Handle op, Result kind, Prepared input, at::Tensor written, co
   return Handle(std::move(state));
 }
 
+void wait_all(const std::vector<Handle>& handles, std::exception_ptr earlier) {
+  for (const Handle& h : handles) {
+    try {
+      h.wait();
+    } catch (...) {
+      if (!earlier) earlier = std::current_exception();
+    }
+  }
+  if (earlier) std::rethrow_exception(earlier);
+}
+
 }  // namespace detail
 
 namespace {

@@ -2,6 +2,7 @@
 // the state a kolo::torch::Handle keeps while its operation runs. Private to bindings/torch.
 #pragma once
 
+#include <exception>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -37,5 +38,10 @@ void check_not_in_flight(const ProcessSet& set, const std::vector<std::string>& 
 // (InvalidArgument: a bad root, ...).
 Handle wrap(kolo::Handle op, Result kind, Prepared tensor, at::Tensor written, const ProcessSet& set,
             const std::string& name);
+
+// Waits for every handle, also after one has failed (a handle let go of early would free
+// the copies kolo may still be writing), then rethrows the first failure: `earlier`, if
+// the caller already has one.
+void wait_all(const std::vector<Handle>& handles, std::exception_ptr earlier = nullptr);
 
 }  // namespace kolo::torch::detail
