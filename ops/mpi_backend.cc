@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <thread>
@@ -140,17 +141,26 @@ class MpiBackend final : public Backend {
     }
   }
 
+  // In pieces, like the allreduce (each rank's part cut alike, piece k of every part in call
+  // k, straight to its place in the output): a large allgather on a slow link shows its
+  // progress, and a roll call's bytes wait behind one piece at most, not the whole call.
   void allgatherv(const void* input, void* output, std::span<const int64_t> counts,
                   DType dtype) override {
     const std::vector<int> c = as_ints(counts, "allgather");
     const std::vector<int> displs = displacements(c);
+    const std::size_t element = dtype_size(dtype);
     // Input already at this rank's place in the output: MPI wants that said, not aliased.
-    const bool in_place =
-        input == static_cast<const char*>(output) + int64_t{displs[rank_]} * int64_t(dtype_size(dtype));
-    check_mpi(MPI_Allgatherv(in_place ? MPI_IN_PLACE : input, c[rank_], mpi_type(dtype), output,
-                             c.data(), displs.data(), mpi_type(dtype), comm_),
-              "MPI_Allgatherv");
-    moved();
+    const bool in_place = input == static_cast<const char*>(output) + int64_t{displs[rank_]} * int64_t(element);
+    const int64_t per_rank = piece_per_rank(element);
+    for (int64_t at = 0, pieces = piece_count(counts, per_rank); at < pieces * per_rank; at += per_rank) {
+      const std::vector<int> n = slice_counts(c, at, per_rank);
+      std::vector<int> d(displs);
+      for (int& displ : d) displ = as_int(displ + at, "allgather");
+      const void* send = in_place ? MPI_IN_PLACE : static_cast<const char*>(input) + (n[rank_] ? at : 0) * element;
+      check_mpi(MPI_Allgatherv(send, n[rank_], mpi_type(dtype), output, n.data(), d.data(), mpi_type(dtype), comm_),
+                "MPI_Allgatherv");
+      moved();
+    }
   }
 
   // In pieces, like the allreduce: a large broadcast on a slow link shows its progress.
@@ -165,27 +175,61 @@ class MpiBackend final : public Backend {
     }
   }
 
+  // In pieces, like the allgather. Which part is longest is known only together (a rank
+  // knows what it sends and receives), so the number of pieces is agreed first, in one
+  // 8-byte allreduce: a few microseconds on top of every alltoall.
   void alltoallv(const void* input, std::span<const int64_t> send_counts, void* output,
                  std::span<const int64_t> recv_counts, DType dtype) override {
     const std::vector<int> sc = as_ints(send_counts, "alltoall");
     const std::vector<int> rc = as_ints(recv_counts, "alltoall");
     const std::vector<int> sd = displacements(sc), rd = displacements(rc);
-    check_mpi(MPI_Alltoallv(input, sc.data(), sd.data(), mpi_type(dtype), output, rc.data(),
-                            rd.data(), mpi_type(dtype), comm_),
-              "MPI_Alltoallv");
-    moved();
+    const std::size_t element = dtype_size(dtype);
+    const int64_t per_rank = piece_per_rank(element);
+    int64_t pieces = std::max(piece_count(send_counts, per_rank), piece_count(recv_counts, per_rank));
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &pieces, 1, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce (alltoall pieces)");
+    for (int64_t at = 0; at < pieces * per_rank || at == 0; at += per_rank) {
+      const std::vector<int> sn = slice_counts(sc, at, per_rank), rn = slice_counts(rc, at, per_rank);
+      std::vector<int> sdk(sd), rdk(rd);
+      for (int& displ : sdk) displ = as_int(displ + at, "alltoall");
+      for (int& displ : rdk) displ = as_int(displ + at, "alltoall");
+      check_mpi(MPI_Alltoallv(input, sn.data(), sdk.data(), mpi_type(dtype), output, rn.data(), rdk.data(),
+                              mpi_type(dtype), comm_),
+                "MPI_Alltoallv");
+      moved();
+    }
   }
 
-  // One call (pieces would need strided parts of the input); the scaling then touches
-  // only this rank's part, just written.
+  // In pieces, like the allgather: piece k reduces slice k of every rank's part. Those
+  // slices are strided in the input, so a call of more than one piece packs each into
+  // packed_ first (one copy of the input, against the bytes that cross the network); the
+  // scaling then touches only this rank's slice, just written.
   void reducescatter(const void* input, void* output, std::span<const int64_t> counts,
                      DType dtype, ReduceOp op, double scale) override {
     const std::vector<int> c = as_ints(counts, "reducescatter");
-    check_mpi(MPI_Reduce_scatter(input, output, c.data(), mpi_type(dtype), mpi_op(op, dtype),
-                                 comm_),
-              "MPI_Reduce_scatter");
-    if (scale != 1.0) ops::scale(output, c[rank_], dtype, scale);
-    moved();
+    const std::vector<int> displs = displacements(c);
+    const std::size_t element = dtype_size(dtype);
+    const int64_t per_rank = piece_per_rank(element);
+    const int64_t pieces = piece_count(counts, per_rank);
+    for (int64_t at = 0; at < pieces * per_rank || at == 0; at += per_rank) {
+      const std::vector<int> n = slice_counts(c, at, per_rank);
+      const void* send = input;
+      if (pieces > 1) {
+        packed_.resize(std::size_t(std::min<int64_t>(per_rank, *std::max_element(c.begin(), c.end()))) * size_ *
+                       element);
+        std::byte* to = packed_.data();
+        for (int r = 0; r < size_; ++r) {
+          const std::size_t bytes = std::size_t(n[r]) * element;
+          if (bytes) std::memcpy(to, static_cast<const std::byte*>(input) + (displs[r] + at) * element, bytes);
+          to += bytes;
+        }
+        send = packed_.data();
+      }
+      char* out = static_cast<char*>(output) + (n[rank_] ? at : 0) * element;
+      check_mpi(MPI_Reduce_scatter(send, out, n.data(), mpi_type(dtype), mpi_op(op, dtype), comm_),
+                "MPI_Reduce_scatter");
+      if (scale != 1.0) ops::scale(out, n[rank_], dtype, scale);
+      moved();
+    }
   }
 
   void barrier() override {
@@ -217,6 +261,24 @@ class MpiBackend final : public Backend {
     if (progress_ != nullptr) progress_->fetch_add(1, std::memory_order_relaxed);
   }
 
+  // The elements of one rank's part in a piece of an allgather, alltoall or reducescatter:
+  // the allreduce's piece shared among the ranks.
+  int64_t piece_per_rank(std::size_t element) const {
+    return std::max<int64_t>(1, chunk_bytes_ / size_ / static_cast<int64_t>(element));
+  }
+  // Pieces to cover the longest part (at least one: every rank calls, also for nothing).
+  static int64_t piece_count(std::span<const int64_t> counts, int64_t per_rank) {
+    const int64_t longest = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+    return std::max<int64_t>(1, (longest + per_rank - 1) / per_rank);
+  }
+  // Each part's elements from `at` on, at most per_rank.
+  static std::vector<int> slice_counts(const std::vector<int>& counts, int64_t at, int64_t per_rank) {
+    std::vector<int> slice(counts.size());
+    for (std::size_t r = 0; r < counts.size(); ++r)
+      slice[r] = static_cast<int>(std::clamp<int64_t>(counts[r] - at, 0, per_rank));
+    return slice;
+  }
+
   static constexpr int kSendrecvTag = 0x6b6f;  // kolo's only point-to-point messages on comm_
 
   MPI_Comm comm_;
@@ -224,6 +286,7 @@ class MpiBackend final : public Backend {
   int64_t chunk_bytes_;
   std::atomic<uint64_t>* progress_;
   std::vector<std::byte> scratch_;  // a scaled allreduce's piece, reduced
+  std::vector<std::byte> packed_;   // a reducescatter piece's slices, packed
 };
 
 // ---- control plane ----------------------------------------------------------------------

@@ -109,6 +109,7 @@ class Watchdog {
   std::optional<Status> failure_;
   Clock::time_point grace_ends_;
   std::optional<std::vector<int>> silent_;  // the roll call's answer: who did not answer
+  std::chrono::milliseconds silent_within_{0};  // how long that roll call waited
   bool ended_ = false;  // end_job() has run (in-process: the world records it)
 
   std::once_flag roll_call_once_;
