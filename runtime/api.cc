@@ -316,12 +316,69 @@ void end_job_if_failed() {
   if (std::shared_ptr<ProcessSets> s = g_sets.load(); s && s->failed()) s->end_job_after_failure();
 }
 
+// A rank whose kolo the other ranks shut down (their shutdown round) and that never calls
+// kolo::shutdown() is hung (in the program's own teardown, say). Under mpirun the others'
+// MPI_Finalize waits for it, ends after KOLO_CONTROL_TIMEOUT_SECONDS (finalize_within), and
+// mpirun ends this rank. Under srun their MPI_Finalize returns at once (PMIx) and nothing
+// would end it: srun would wait for ever. So it ends itself, after twice that timeout: not
+// at the moment the others end (mpirun 4.1 was seen to hang when every rank of a job exits
+// at once, some inside MPI_Finalize). Only where kolo finalises MPI (as finalize_within).
+struct FinalizeDeadline {
+  std::mutex mutex;
+  std::condition_variable reached;
+  bool shutdown_called = false;
+};
+std::mutex g_deadline_mutex;
+std::shared_ptr<FinalizeDeadline> g_deadline;  // the running kolo's; each start() has its own
+
+void start_finalize_deadline(std::chrono::milliseconds bound) {
+  std::shared_ptr<FinalizeDeadline> deadline;
+  {
+    std::lock_guard<std::mutex> lock(g_deadline_mutex);
+    deadline = g_deadline;
+  }
+  if (!deadline) return;
+  // Detached, holding its own reference: a process that exits while it waits just ends it.
+  std::thread([deadline, bound] {
+    std::unique_lock<std::mutex> lock(deadline->mutex);
+    if (deadline->reached.wait_for(lock, bound, [&] { return deadline->shutdown_called; })) return;
+    KOLO_LOG(Fatal) << "kolo: the other ranks shut kolo down " << std::chrono::duration<double>(bound).count()
+                    << " s ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called kolo::shutdown() "
+                       "(hung after its last collective?); ending the job (exit code "
+                    << kJobFailedExitCode << ")";
+    std::fflush(nullptr);
+    std::_Exit(kJobFailedExitCode);
+  }).detach();
+}
+
+void reach_finalize_deadline() {
+  std::shared_ptr<FinalizeDeadline> deadline;
+  {
+    std::lock_guard<std::mutex> lock(g_deadline_mutex);
+    deadline.swap(g_deadline);
+  }
+  if (!deadline) return;
+  {
+    std::lock_guard<std::mutex> lock(deadline->mutex);
+    deadline->shutdown_called = true;
+  }
+  deadline->reached.notify_all();
+}
+
 void start(MPI_Comm comm, const Config& config, const std::vector<std::vector<int>>& process_sets) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   set_log_rank(rank);  // before the Runtime, which reports ignored settings as it starts
+  {
+    std::lock_guard<std::mutex> lock(g_deadline_mutex);
+    g_deadline = std::make_shared<FinalizeDeadline>();
+  }
+  const std::chrono::milliseconds finalize_bound = config.control_timeout();
+  const bool finalises_mpi = g_kolo_initialised_mpi;
   auto s = std::make_shared<ProcessSets>(std::make_unique<MpiTransport>(comm, config, steady_clock()), config,
-                                         steady_clock(), process_sets);
+                                         steady_clock(), process_sets, [finalize_bound, finalises_mpi] {
+                                           if (finalises_mpi) start_finalize_deadline(2 * finalize_bound);
+                                         });
   if (rank == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
   g_owns_mpi = g_kolo_initialised_mpi;
   g_sets.exchange(std::move(s));
@@ -429,6 +486,7 @@ void shutdown() {
   std::lock_guard<std::mutex> lock(g_lifecycle);
   std::shared_ptr<ProcessSets> s = g_sets.exchange(nullptr);
   if (!s) return;
+  reach_finalize_deadline();  // from here finalize_within bounds what is left
   if (s->failed()) s->end_job_after_failure();
   s->shutdown();  // stops the background threads: later calls fail as shut down
   if (s->failed()) s->end_job_after_failure();  // a last cycle found a rank gone

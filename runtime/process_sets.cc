@@ -95,7 +95,8 @@ std::vector<std::vector<int>> checked_process_sets(std::vector<std::vector<int>>
 }
 
 ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& config, const Clock& clock,
-                         const std::vector<std::vector<int>>& static_sets)
+                         const std::vector<std::vector<int>>& static_sets,
+                         std::function<void()> on_shutdown_by_others)
     : clock_(clock) {
   agree_on_static_sets(static_sets, transport->control());
   const std::vector<std::vector<int>> sets = checked_process_sets(static_sets, transport->size());
@@ -118,6 +119,7 @@ ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& con
   }
   SetRole global_role;
   global_role.on_process_set = [this](TensorEntry& entry, Transport& t) { return change(entry, t); };
+  global_role.on_shutdown_by_others = std::move(on_shutdown_by_others);
   global_ = std::make_shared<Runtime>(std::move(transport), config, clock_, timeline_, std::move(global_role));
   for (std::size_t i = 0; i < sets.size(); ++i) {
     const int id = next_id_++;

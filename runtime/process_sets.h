@@ -29,8 +29,10 @@ class ProcessSets {
   // lists differ between ranks, name a rank twice or one outside the job, are listed twice
   // or equal the global set (InvalidArgument), or the timeline cannot be opened; nothing
   // is left running then.
+  // `on_shutdown_by_others`: see SetRole.
   ProcessSets(std::unique_ptr<Transport> transport, const Config& config, const Clock& clock,
-              const std::vector<std::vector<int>>& static_sets);
+              const std::vector<std::vector<int>>& static_sets,
+              std::function<void()> on_shutdown_by_others = nullptr);
   ~ProcessSets();
   ProcessSets(const ProcessSets&) = delete;
   ProcessSets& operator=(const ProcessSets&) = delete;

@@ -181,6 +181,8 @@ void Runtime::loop() {
   // failed (its exit then ends the job), not still running.
   if (exit_status.code() != StatusCode::Aborted) watchdog_->failed(exit_status);
   fail_everything(exit_status);
+  if (exit_status.code() == StatusCode::Aborted && !shutdown_requested_ && role_.on_shutdown_by_others)
+    role_.on_shutdown_by_others();
 }
 
 void Runtime::fail_everything(const Status& status) {

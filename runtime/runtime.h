@@ -52,6 +52,9 @@ struct SetRole {
   int id = 0;                     // 0: the global set
   std::vector<int> global_ranks;  // the set's ranks as ranks of the global set; empty: 0..size-1
   ProcessSetHandler on_process_set;  // the global set's runtime only
+  // The global set's runtime only: called on the background thread when its loop ends in a
+  // shutdown round that other ranks asked for (this rank has not called shutdown()).
+  std::function<void()> on_shutdown_by_others;
 };
 
 class Runtime {

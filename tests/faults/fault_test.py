@@ -17,6 +17,18 @@ Once every rank is under way, rank 2 gets FAULT:
          at the end); with --slurm too, the SLURM cluster of the namespace hosts
          (slurm-up.sh --netns), where SLURM's traffic has its own link (mgmt0): eth0, the
          ranks' data link, goes down, and with --whole-node mgmt0 as well
+Or rank 2 breaks itself at an exact point (fault_loop's MPI profiling layer, fault_pmpi.cc),
+the fault's time being when it says so:
+  stop-in-add       SIGSTOP inside its 20th MPI_Comm_split for a process set, while every
+                    rank adds and removes the set {0, 1} in a loop (KOLO_DYNAMIC_PROCESS_SETS)
+  stop-in-init      SIGSTOP inside kolo::init(), in the split for the static set {0, 1}
+  hang-after-shutdown  after 200 iterations it never shuts kolo down nor calls MPI_Finalize:
+                    the others wait in MPI_Finalize until KOLO_CONTROL_TIMEOUT_SECONDS
+Or no fault, a healthy job that is only slow (slow-allgather, slow-alltoall,
+slow-reducescatter): with --netns, every host's link shaped to 40 Mbit/s
+(tools/cluster/shape.sh), the data timeout 2 s, one such call of tens of MiB per rank must
+take at least three data timeouts, complete with correct values on every rank, and the job
+exit 0 with no FATAL line.
 LAUNCHER: mpirun (plain, as a user runs it), kolorun, srun (plain srun on the SLURM cluster
 of --slurm), kolorun-srun (kolorun's srun path on that cluster).
 
@@ -26,7 +38,8 @@ Checks:
     process that appeared there after the launch; each is watched by pid and start time,
     so only processes this test started are ever looked at or killed;
   - the time from the fault to the last of them gone is within
-    KOLO_CONTROL_TIMEOUT_SECONDS + 15 s (+ KOLO_DATA_TIMEOUT_SECONDS for a cut link);
+    KOLO_CONTROL_TIMEOUT_SECONDS + 15 s (+ twice KOLO_DATA_TIMEOUT_SECONDS for a cut link:
+    no progress for that long, then a roll call that waits as long);
   - the launcher exits non-zero;
   - one clear line names rank 2: kolo's "[kolo R] FATAL: ...; rank 2 did not answer a roll
     call", or the launcher's report of rank 2's death; no rank prints kolo's line twice;
@@ -85,14 +98,35 @@ KOLORUN_START = re.compile(r"kolorun: rank (\d+) started on (\S+) \(pid (\d+)\)"
 KOLO_FATAL = re.compile(r"\[kolo (\d+)\] FATAL: .*$", re.M)
 
 
-def kolo_settings(timeout):
-    return {"KOLO_CONTROL_TIMEOUT_SECONDS": f"{timeout:g}", "KOLO_DATA_TIMEOUT_SECONDS": f"{timeout:g}",
-            "KOLO_FAILURE_GRACE_SECONDS": str(GRACE)}
+# Faults rank VICTIM gives itself at an exact point: fault_loop's options, and its line that
+# says it has (the fault's time).
+SELF_FAULTS = {
+    "stop-in-add": (["--process-sets", "--stop-in-split", "20"],
+                    rf"rank {VICTIM} stops itself inside MPI_Comm_split for a process set$"),
+    "stop-in-init": (["--static-sets", "--stop-in-split", "1"],
+                     rf"rank {VICTIM} stops itself inside MPI_Comm_split for a process set$"),
+    "hang-after-shutdown": (["--iterations", "200", "--hang-after-shutdown"], rf"rank {VICTIM} hangs after the loop$"),
+}
+# Healthy jobs that are only slow: the collective, MiB per rank (about 8-11 s at 40 Mbit/s,
+# three ranks on two hosts: tests/faults/CMakeLists.txt), the link's rate and the data
+# timeout (a short one, so that the call takes at least three of them).
+SLOW_CALLS = {"slow-allgather": ("allgather", 16), "slow-alltoall": ("alltoall", 48),
+              "slow-reducescatter": ("reducescatter", 48)}
+SLOW_RATE, SLOW_DATA_TIMEOUT, SLOW_BOUND = "40mbit", 2, 120
+SLOW_LINE = re.compile(r"^(?:\d+: |\[\d+\]<std\w+>:)?rank (\d+) (\w+) of \S+ MiB took ([\d.]+) s: (\w+)$", re.M)
+
+
+def kolo_settings(timeout, fault=""):
+    settings = {"KOLO_CONTROL_TIMEOUT_SECONDS": f"{timeout:g}", "KOLO_DATA_TIMEOUT_SECONDS": f"{timeout:g}",
+                "KOLO_FAILURE_GRACE_SECONDS": str(GRACE)}
+    if fault == "stop-in-add":
+        settings["KOLO_DYNAMIC_PROCESS_SETS"] = "1"
+    return settings
 
 
 def bound_seconds(fault, timeout):
-    """KOLO_CONTROL_TIMEOUT_SECONDS + 15 s, + KOLO_DATA_TIMEOUT_SECONDS for a cut link."""
-    return timeout + 15 + (timeout if fault == "cut" else 0)
+    """KOLO_CONTROL_TIMEOUT_SECONDS + 15 s, + twice KOLO_DATA_TIMEOUT_SECONDS for a cut link."""
+    return timeout + 15 + (2 * timeout if fault == "cut" else 0)
 
 
 # ---- processes, by pid and start time --------------------------------------------------------
@@ -181,9 +215,14 @@ class Job:
             return "\n".join(line for _, line in self.lines)
 
 
-def ranks_under_way(job, mnist):
-    """{rank: (pid, host)} once every rank is running its loop (mnist: training), else None."""
+def ranks_under_way(job, mnist, fault):
+    """{rank: (pid, host)} once every rank is running its loop (mnist: training; a fault rank
+    VICTIM gives itself: every rank has started and VICTIM has said it is broken), else None."""
     text = job.text()
+    if fault in SELF_FAULTS:
+        ranks = {int(r): (int(p), h) for r, p, h in RANK_LINE.findall(text)}
+        said = re.search(SELF_FAULTS[fault][1], text, re.M)
+        return ranks if len(ranks) == RANKS and said else None
     if mnist:
         ranks = {int(r): (int(p), h) for r, h, p in KOLORUN_START.findall(text)}
         going = re.search(r"^epoch 1/", re.sub(r"^\[\d+\]<std\w+>:", "", text, flags=re.M), re.M)
@@ -198,12 +237,18 @@ def ranks_under_way(job, mnist):
 
 
 def command(args, env):
-    program = [args.mnist, "--epochs", "200", "--threads", "1", "--progress", "off", "--data-dir",
-               fashion_subset(args.work)] if args.mnist else [args.loop, "--seconds", "120"]
+    if args.mnist:
+        program = [args.mnist, "--epochs", "200", "--threads", "1", "--progress", "off", "--data-dir",
+                   fashion_subset(args.work)]
+    elif args.fault in SLOW_CALLS:
+        call, mib = SLOW_CALLS[args.fault]
+        program = [args.loop, "--slow", call, "--mib", str(mib)]
+    else:
+        program = [args.loop, "--seconds", "120"] + SELF_FAULTS.get(args.fault, ([], ""))[0]
     kolorun_flags = ["--verbose"] if args.mnist else []
     if args.launcher == "mpirun":
         if args.netns:
-            forwarded = [w for name in kolo_settings(args.kolo_timeout) for w in ("-x", name)]
+            forwarded = [w for name in kolo_settings(args.kolo_timeout, args.fault) for w in ("-x", name)]
             return [os.path.join(args.netns, "mpirun"), "-np", str(RANKS), "-H", "node0:2,node1:1"] + forwarded + program
         return [args.mpirun] + shlex.split(args.mpirun_flags) + ["-np", str(RANKS)] + program
     if args.launcher == "kolorun":
@@ -224,7 +269,7 @@ def command(args, env):
 
 def environment(args):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "KOLO_", "OMPI_"))}
-    env.update(kolo_settings(args.kolo_timeout))
+    env.update(kolo_settings(args.kolo_timeout, args.fault))
     if os.geteuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     if args.slurm:
@@ -269,6 +314,12 @@ def clear_line_problems(output, launcher, fault, victim_host):
         if not (fatal_names_victim or lost_victims_host or fatal_from_cut_off_side):
             problems.append(f"no line names rank {VICTIM} as not answering (kolo's FATAL line) or its host as lost "
                             f"(mpirun's report), nor the other ranks from rank {VICTIM}'s side")
+    elif fault == "hang-after-shutdown":
+        # The others' (mpirun: their MPI_Finalize waits for it) or its own (srun: theirs does not).
+        if not re.search(r"^(\d+: |\[\d+\]<std\w+>:)?\[kolo \d+\] FATAL: kolo: (MPI_Finalize waited .* for ranks that "
+                         r"left kolo's shutdown round but never finalised MPI|the other ranks shut kolo down .* but this "
+                         r"rank has not called kolo::shutdown\(\))", output, re.M):
+            problems.append("no kolo FATAL line says that a rank never finalised MPI after kolo's shutdown round")
     elif not fatal_names_victim:
         problems.append(f"no kolo FATAL line names rank {VICTIM} as not answering")
     for rank in range(RANKS):
@@ -283,6 +334,8 @@ def clear_line_problems(output, launcher, fault, victim_host):
                             rf"|kolo on rank {VICTIM} \(on \S+\) ended the job: .*; ranks "
                             + ", ".join(rf"{r} \(on \S+\)" for r in range(RANKS) if r != VICTIM) + " did not answer"
                             rf"|rank \d+ \(on \S+\) exited with code 70; its last lines"
+                            rf"|kolo on rank \d+ \(on \S+\) ended the job: kolo: (MPI_Finalize waited|the other "
+                            rf"ranks shut kolo down) .*; its last lines"
                             rf"|mpirun lost its daemon on {victim_host} \(rank {VICTIM} ran there\))", output, re.M)
         if not summary:
             problems.append(f"kolorun's summary does not name rank {VICTIM} (or the rank kolo ended the job from)")
@@ -328,7 +381,7 @@ def run_case(args):
         deadline = time.monotonic() + START_BOUND
         ranks = None
         while time.monotonic() < deadline and job.proc.poll() is None:
-            ranks = ranks_under_way(job, args.mnist)
+            ranks = ranks_under_way(job, args.mnist, args.fault)
             if ranks:
                 break
             time.sleep(0.1)
@@ -360,10 +413,14 @@ def run_case(args):
             link_down = True
             for link in cut_links:
                 subprocess.run(["ip", "-n", f"{tag}-node1", "link", "set", link, "down"], check=True)
-        else:
+        elif args.fault not in SELF_FAULTS:
             os.kill(victim_pid, signal.SIGKILL if args.fault == "kill" else signal.SIGSTOP)
         fault_time = time.monotonic()
-        print(f"fault: {args.fault} rank {VICTIM} (pid {victim_pid} on {victim_host}) at +0.0 s", flush=True)
+        if args.fault in SELF_FAULTS:
+            with job.lock:
+                fault_time = next(t for t, line in job.lines if re.search(SELF_FAULTS[args.fault][1], line))
+        print(f"fault: {args.fault} rank {VICTIM} (pid {victim_pid} on {victim_host}) at +0.0 s "
+              f"({time.monotonic() - fault_time:.1f} s ago)", flush=True)
 
         # Until everything is gone, or the bound has passed.
         while True:
@@ -425,10 +482,58 @@ def run_case(args):
     print("PASSED")
 
 
+def run_slow_case(args):
+    """A healthy job that is only slow: it must complete (see SLOW_CALLS)."""
+    if not args.netns:
+        skip("a slow link needs the namespace hosts (--netns), whose links tools/cluster/shape.sh shapes")
+    require_cluster(argparse.Namespace(state=args.netns), "namespace hosts")
+    if args.slurm:
+        require_cluster(argparse.Namespace(state=args.slurm), "SLURM cluster")
+    args.kolo_timeout = SLOW_DATA_TIMEOUT
+    shape = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "cluster", "shape.sh")
+    subprocess.run([shape, args.netns, "--rate", SLOW_RATE], check=True)
+    try:
+        env = environment(args)
+        job = Job(command(args, env), env)
+        try:
+            job.proc.wait(timeout=SLOW_BOUND)
+        except subprocess.TimeoutExpired:
+            job.proc.kill()
+            job.proc.wait()
+            fail(f"the job did not end within {SLOW_BOUND} s", job.text())
+        job.reader.join(timeout=5)
+    finally:
+        subprocess.run([shape, args.netns, "--clear"])
+    output = job.text()
+    print(output)
+    call = SLOW_CALLS[args.fault][0]
+    took = {int(rank): (float(seconds), verdict) for rank, what, seconds, verdict in SLOW_LINE.findall(output)
+            if what == call}
+    problems = []
+    if job.proc.returncode != 0:
+        problems.append(f"the launcher exited {job.proc.returncode}")
+    if KOLO_FATAL.search(output):
+        problems.append(f"kolo ended a healthy job: {KOLO_FATAL.search(output).group(0)}")
+    for rank in range(RANKS):
+        if rank not in took:
+            problems.append(f"rank {rank} did not report its {call}")
+        elif took[rank][1] != "correct":
+            problems.append(f"rank {rank}'s {call} gave wrong values")
+        elif took[rank][0] < 3 * SLOW_DATA_TIMEOUT:
+            problems.append(f"rank {rank}'s {call} took {took[rank][0]} s, not the three data timeouts "
+                            f"({3 * SLOW_DATA_TIMEOUT} s) this case is about: shape the link slower or send more")
+    if took:
+        print(f"slow-time: {args.name} {call} {min(t for t, _ in took.values()):.1f}-"
+              f"{max(t for t, _ in took.values()):.1f} s at {SLOW_RATE} (data timeout {SLOW_DATA_TIMEOUT} s)")
+    if problems:
+        fail("; ".join(problems))
+    print("PASSED")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("launcher", choices=["mpirun", "kolorun", "srun", "kolorun-srun"])
-    parser.add_argument("fault", choices=["kill", "stop", "cut"])
+    parser.add_argument("fault", choices=["kill", "stop", "cut"] + list(SELF_FAULTS) + list(SLOW_CALLS))
     parser.add_argument("--name", default="", help="the case's name in the fault-time line")
     parser.add_argument("--loop", required=True, help="fault_loop")
     parser.add_argument("--work", required=True, help="a folder for data")
@@ -449,7 +554,10 @@ def main():
         check(args.kolorun, f"{args.launcher} needs --kolorun")
     if args.launcher in ("srun", "kolorun-srun") and not args.slurm:
         fail(f"{args.launcher} needs --slurm")
-    run_case(args)
+    if args.fault in SLOW_CALLS:
+        run_slow_case(args)
+    else:
+        run_case(args)
 
 
 if __name__ == "__main__":
