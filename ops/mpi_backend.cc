@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -120,17 +121,30 @@ class MpiBackend final : public Backend {
   // an in-place MPI_Allreduce cost 10-40% more over a 100 MB allreduce here (2 ranks,
   // shared memory; the scratch way 2-6%), about as much as a separate pass, whatever the
   // vector width: probably because the other rank's core has just read those lines.
+  //
+  // A power-of-two factor on a sum of floats (an average over 2, 4, 8 ... ranks) is applied
+  // to each piece before its reduction instead: multiplying by 2^k is exact, so it commutes
+  // with every rounding of the sum, and the result has the same bits (except where a value
+  // is subnormal, below 2^-126 in float32, or where the unscaled sum would overflow and the
+  // scaled one does not). The piece is then in this core's cache when MPI reads it, and the
+  // pass costs no trip to memory: the scratch way's copy into the output cost an average
+  // ~1.5x a sum on the ResNet-50 set here (AMD EPYC, np 2; Intel Xeons measured the same).
   void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                  double scale) override {
     const std::size_t element = dtype_size(dtype);
     const int64_t chunk = std::max<int64_t>(1, chunk_bytes_ / static_cast<int64_t>(element));
-    if (scale != 1.0 && scratch_.size() < std::size_t(std::min(chunk, count)) * element)
+    const bool scale_first = scale != 1.0 && op == ReduceOp::Sum && exact_power_of_two(scale) &&
+                             (dtype == DType::Float32 || dtype == DType::Float64);
+    if (scale != 1.0 && !scale_first && scratch_.size() < std::size_t(std::min(chunk, count)) * element)
       scratch_.resize(std::size_t(std::min(chunk, count)) * element);
     for (int64_t offset = 0; offset < count; offset += chunk) {
       const int n = as_int(std::min(chunk, count - offset), "allreduce");
       char* out = static_cast<char*>(output) + offset * element;
       const char* in = static_cast<const char*>(input) + offset * element;
-      if (scale == 1.0) {
+      if (scale_first) {
+        scale_copy(out, in, n, dtype, scale);
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, out, n, mpi_type(dtype), mpi_op(op, dtype), comm_), "MPI_Allreduce");
+      } else if (scale == 1.0) {
         check_mpi(MPI_Allreduce(input == output ? MPI_IN_PLACE : in, out, n, mpi_type(dtype), mpi_op(op, dtype), comm_),
                   "MPI_Allreduce");
       } else {
@@ -259,6 +273,11 @@ class MpiBackend final : public Backend {
  private:
   void moved() {
     if (progress_ != nullptr) progress_->fetch_add(1, std::memory_order_relaxed);
+  }
+
+  static bool exact_power_of_two(double factor) {
+    int exponent = 0;
+    return factor > 0 && std::frexp(factor, &exponent) == 0.5 && exponent > -100 && exponent < 100;
   }
 
   // The elements of one rank's part in a piece of an allgather, alltoall or reducescatter:

@@ -252,6 +252,37 @@ TEST_CASE("allreduce of large tensors runs unfused and chunked with exact result
   CHECK(bad == 0);
 }
 
+// The MPI backend scales an average over 2, 4, ... ranks before the reduction (ops/
+// mpi_backend.cc), other averages after it: either way the result must have the bits of the
+// sum divided by n, correctly rounded, also for values whose sum rounds (mixed magnitudes).
+TEST_CASE("a large average has the bits of the same sum divided by the number of ranks", "[allreduce][large]") {
+  const int64_t n = 600'000;  // unfused, several pieces
+  const int ranks = size();
+  std::vector<float> sum(n), average(n), in(n), out(n, -1.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    // A different mantissa and a spread of exponents per rank and element.
+    const float v = std::ldexp(1.0f + float((i * 2654435761u + unsigned(rank()) * 40503u) % 8388608u) / 8388608.0f,
+                               int((i + 3 * rank()) % 41) - 20);
+    sum[i] = average[i] = in[i] = (i + rank()) % 3 == 0 ? -v : v;
+  }
+  require_all_ok({kolo::allreduce_async("exact/sum", kolo::view(sum), {ReduceOp::Sum}),
+                  kolo::allreduce_async("exact/average_inplace", kolo::view(average), {ReduceOp::Average}),
+                  kolo::allreduce_async("exact/average", kolo::view(in), kolo::view(out), {ReduceOp::Average})},
+                 "sum and averages");
+  int64_t bad = 0, first_bad = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = static_cast<float>(static_cast<double>(sum[i]) / ranks);
+    if (average[i] != want || out[i] != want) {
+      if (first_bad < 0) first_bad = i;
+      ++bad;
+    }
+  }
+  INFO("first wrong element " << first_bad << ": sum " << (first_bad >= 0 ? sum[first_bad] : 0) << ", averages "
+                              << (first_bad >= 0 ? average[first_bad] : 0) << " and "
+                              << (first_bad >= 0 ? out[first_bad] : 0));
+  CHECK(bad == 0);
+}
+
 TEST_CASE("allreduce of large and small tensors submitted together is exact", "[allreduce][large]") {
   // Tensors above and below the unfused size in one burst, so that fused groups form
   // around the unfused ones (and split at a small KOLO_FUSION_THRESHOLD).
