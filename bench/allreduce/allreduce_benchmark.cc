@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "../cpu_model.h"
 #include "kolo/kolo.h"
 #include "resnet50_gradients.h"
 
@@ -182,6 +183,7 @@ int main(int argc, char** argv) {
   const double baseline = std::min(flat_mpi.median_ms, per_tensor_mpi.median_ms);
 
   if (rank == 0) {
+    std::printf("CPU: %s\n", kolo_bench::cpu_model().c_str());
     std::printf("ResNet-50 gradient set: %zu tensors, %lld floats, in place, np=%d, %d reps "
                 "(raw MPI: %d before kolo and %d after)\n\n",
                 raw.tensors.size(), static_cast<long long>(total), size, reps, reps, reps);
