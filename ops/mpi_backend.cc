@@ -127,8 +127,9 @@ class MpiBackend final : public Backend {
   // with every rounding of the sum, and the result has the same bits (except where a value
   // is subnormal, below 2^-126 in float32, or where the unscaled sum would overflow and the
   // scaled one does not). The piece is then in this core's cache when MPI reads it, and the
-  // pass costs no trip to memory: the scratch way's copy into the output cost an average
-  // ~1.5x a sum on the ResNet-50 set here (AMD EPYC, np 2; Intel Xeons measured the same).
+  // pass costs no trip to memory: the scratch way's copy into the output, a second write of
+  // every byte after its lines had left the cache, cost an average 1.5x a sum on the
+  // ResNet-50 set at np 2 (here, AMD EPYC, and on a 2-core Intel Xeon; docs/perf.md).
   void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                  double scale) override {
     const std::size_t element = dtype_size(dtype);
@@ -201,7 +202,7 @@ class MpiBackend final : public Backend {
     const int64_t per_rank = piece_per_rank(element);
     int64_t pieces = std::max(piece_count(send_counts, per_rank), piece_count(recv_counts, per_rank));
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &pieces, 1, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce (alltoall pieces)");
-    for (int64_t at = 0; at < pieces * per_rank || at == 0; at += per_rank) {
+    for (int64_t at = 0; at < pieces * per_rank; at += per_rank) {
       const std::vector<int> sn = slice_counts(sc, at, per_rank), rn = slice_counts(rc, at, per_rank);
       std::vector<int> sdk(sd), rdk(rd);
       for (int& displ : sdk) displ = as_int(displ + at, "alltoall");
@@ -224,7 +225,7 @@ class MpiBackend final : public Backend {
     const std::size_t element = dtype_size(dtype);
     const int64_t per_rank = piece_per_rank(element);
     const int64_t pieces = piece_count(counts, per_rank);
-    for (int64_t at = 0; at < pieces * per_rank || at == 0; at += per_rank) {
+    for (int64_t at = 0; at < pieces * per_rank; at += per_rank) {
       const std::vector<int> n = slice_counts(c, at, per_rank);
       const void* send = input;
       if (pieces > 1) {
@@ -275,9 +276,11 @@ class MpiBackend final : public Backend {
     if (progress_ != nullptr) progress_->fetch_add(1, std::memory_order_relaxed);
   }
 
+  // 2^k, with k small enough that scaled values stay normal numbers where the unscaled ones
+  // are (an average's factor over up to 2^20 ranks).
   static bool exact_power_of_two(double factor) {
     int exponent = 0;
-    return factor > 0 && std::frexp(factor, &exponent) == 0.5 && exponent > -100 && exponent < 100;
+    return factor > 0 && std::frexp(factor, &exponent) == 0.5 && exponent >= -20 && exponent <= 20;
   }
 
   // The elements of one rank's part in a piece of an allgather, alltoall or reducescatter:

@@ -127,7 +127,7 @@ ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& con
     set.ranks = sets[i];
     if (subsets[i])
       set.runtime = std::make_shared<Runtime>(std::move(subsets[i]), global_->config(), clock_, timeline_,
-                                              SetRole{id, sets[i], {}});
+                                              SetRole{id, sets[i], {}, {}});
   }
 }
 
@@ -225,7 +225,7 @@ Status ProcessSets::add(const std::vector<int>& ranks, TensorEntry& entry, Trans
   std::shared_ptr<Runtime> runtime;
   if (subset)
     runtime = std::make_shared<Runtime>(std::move(subset), global_->config(), clock_, timeline_,
-                                        SetRole{id, ranks, {}});
+                                        SetRole{id, ranks, {}, {}});
   std::lock_guard<std::mutex> lock(mutex_);
   sets_[id] = Set{ranks, std::move(runtime)};
   entry.handle.value = id;
