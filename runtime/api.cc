@@ -419,6 +419,13 @@ void init(const std::vector<std::vector<int>>& process_sets) {
   MPI_Finalized(&finalized);
   if (finalized) throw Error(StatusCode::InvalidArgument, "kolo: MPI has already been finalised; kolo cannot start again");
   if (!initialized) {
+    // kolo's background thread waits in MPI beside the program's computing thread: with
+    // Open MPI's default busy polling, two busy threads per rank take a core from the
+    // computation whenever the ranks fill the cores (ResNet-18 weak scaling at np 2 on 2
+    // cores: 0.71 polling, 0.89 yielding; docs/perf.md). So where kolo starts MPI, Open MPI
+    // yields while it waits, unless the launch says otherwise (`--mca mpi_yield_when_idle 0`
+    // or OMPI_MCA_mpi_yield_when_idle=0 keeps the polling).
+    ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       throw Error(StatusCode::CommFailure, "kolo: MPI_Init_thread failed");
