@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
@@ -316,6 +318,44 @@ void end_job_if_failed() {
   if (std::shared_ptr<ProcessSets> s = g_sets.load(); s && s->failed()) s->end_job_after_failure();
 }
 
+// Ends the process with kolo's FATAL line (`why`, then the exit code) unless cancel() comes
+// within `bound`: for the waits around MPI_Finalize, which no watchdog covers any more. The
+// timer's thread is detached and shares the state, so a process that exits while it waits
+// just ends it.
+class ExitTimer {
+ public:
+  ExitTimer(std::chrono::milliseconds bound, std::string why) : state_(std::make_shared<State>()) {
+    std::thread([state = state_, bound, why = std::move(why)] {
+      std::unique_lock<std::mutex> lock(state->mutex);
+      if (state->cancelled_or_done.wait_for(lock, bound, [&] { return state->cancelled; })) return;
+      KOLO_LOG(Fatal) << why << "; ending the job (exit code " << kJobFailedExitCode << ")";
+      std::fflush(nullptr);
+      std::_Exit(kJobFailedExitCode);
+    }).detach();
+  }
+  void cancel() {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->cancelled = true;
+    }
+    state_->cancelled_or_done.notify_all();
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cancelled_or_done;
+    bool cancelled = false;
+  };
+  std::shared_ptr<State> state_;
+};
+
+std::string seconds_of(std::chrono::milliseconds bound) {
+  std::ostringstream text;
+  text << std::chrono::duration<double>(bound).count() << " s";
+  return text.str();
+}
+
 // A rank whose kolo the other ranks shut down (their shutdown round) and that never calls
 // kolo::shutdown() is hung (in the program's own teardown, say). Under mpirun the others'
 // MPI_Finalize waits for it, ends after KOLO_CONTROL_TIMEOUT_SECONDS (finalize_within), and
@@ -323,46 +363,23 @@ void end_job_if_failed() {
 // would end it: srun would wait for ever. So it ends itself, after twice that timeout: not
 // at the moment the others end (mpirun 4.1 was seen to hang when every rank of a job exits
 // at once, some inside MPI_Finalize). Only where kolo finalises MPI (as finalize_within).
-struct FinalizeDeadline {
-  std::mutex mutex;
-  std::condition_variable reached;
-  bool shutdown_called = false;
-};
 std::mutex g_deadline_mutex;
-std::shared_ptr<FinalizeDeadline> g_deadline;  // the running kolo's; each start() has its own
+bool g_deadline_armed = false;               // from start() to shutdown(): a late call starts nothing
+std::optional<ExitTimer> g_finalize_deadline;  // running once the others have shut kolo down
 
 void start_finalize_deadline(std::chrono::milliseconds bound) {
-  std::shared_ptr<FinalizeDeadline> deadline;
-  {
-    std::lock_guard<std::mutex> lock(g_deadline_mutex);
-    deadline = g_deadline;
-  }
-  if (!deadline) return;
-  // Detached, holding its own reference: a process that exits while it waits just ends it.
-  std::thread([deadline, bound] {
-    std::unique_lock<std::mutex> lock(deadline->mutex);
-    if (deadline->reached.wait_for(lock, bound, [&] { return deadline->shutdown_called; })) return;
-    KOLO_LOG(Fatal) << "kolo: the other ranks shut kolo down " << std::chrono::duration<double>(bound).count()
-                    << " s ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called kolo::shutdown() "
-                       "(hung after its last collective?); ending the job (exit code "
-                    << kJobFailedExitCode << ")";
-    std::fflush(nullptr);
-    std::_Exit(kJobFailedExitCode);
-  }).detach();
+  std::lock_guard<std::mutex> lock(g_deadline_mutex);
+  if (!g_deadline_armed || g_finalize_deadline) return;
+  g_finalize_deadline.emplace(bound, "kolo: the other ranks shut kolo down " + seconds_of(bound) +
+                                         " ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called "
+                                         "kolo::shutdown() (hung after its last collective?)");
 }
 
 void reach_finalize_deadline() {
-  std::shared_ptr<FinalizeDeadline> deadline;
-  {
-    std::lock_guard<std::mutex> lock(g_deadline_mutex);
-    deadline.swap(g_deadline);
-  }
-  if (!deadline) return;
-  {
-    std::lock_guard<std::mutex> lock(deadline->mutex);
-    deadline->shutdown_called = true;
-  }
-  deadline->reached.notify_all();
+  std::lock_guard<std::mutex> lock(g_deadline_mutex);
+  g_deadline_armed = false;
+  if (g_finalize_deadline) g_finalize_deadline->cancel();
+  g_finalize_deadline.reset();
 }
 
 void start(MPI_Comm comm, const Config& config, const std::vector<std::vector<int>>& process_sets) {
@@ -371,7 +388,7 @@ void start(MPI_Comm comm, const Config& config, const std::vector<std::vector<in
   set_log_rank(rank);  // before the Runtime, which reports ignored settings as it starts
   {
     std::lock_guard<std::mutex> lock(g_deadline_mutex);
-    g_deadline = std::make_shared<FinalizeDeadline>();
+    g_deadline_armed = true;
   }
   const std::chrono::milliseconds finalize_bound = config.control_timeout();
   const bool finalises_mpi = g_kolo_initialised_mpi;
@@ -461,26 +478,11 @@ namespace {
 // exit code. (MPI_Abort may not be called once MPI_Finalize has begun: the process exits,
 // and mpirun, or kolorun, ends the others.)
 void finalize_within(std::chrono::milliseconds bound) {
-  std::mutex mutex;
-  std::condition_variable finished;
-  bool done = false;
-  std::thread timer([&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (finished.wait_for(lock, bound, [&] { return done; })) return;
-    KOLO_LOG(Fatal) << "kolo: MPI_Finalize waited " << std::chrono::duration<double>(bound).count()
-                    << " s (KOLO_CONTROL_TIMEOUT_SECONDS) for ranks that left kolo's shutdown round but never "
-                       "finalised MPI (hung after kolo::shutdown()?); ending the job (exit code "
-                    << kJobFailedExitCode << ")";
-    std::fflush(nullptr);
-    std::_Exit(kJobFailedExitCode);
-  });
+  ExitTimer timer(bound, "kolo: MPI_Finalize waited " + seconds_of(bound) +
+                             " (KOLO_CONTROL_TIMEOUT_SECONDS) for ranks that left kolo's shutdown round but never "
+                             "finalised MPI (hung after kolo::shutdown()?)");
   const int code = MPI_Finalize();
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    done = true;
-  }
-  finished.notify_one();
-  timer.join();
+  timer.cancel();
   // Only the code: no MPI call (MPI_Error_string) is allowed after MPI_Finalize.
   if (code != MPI_SUCCESS) KOLO_LOG(Error) << "kolo: MPI_Finalize failed with MPI error code " << code;
 }
