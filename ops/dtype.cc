@@ -143,24 +143,26 @@ T apply(ReduceOp op, T a, T b) {
 }
 
 template <typename T>
-void reduce_typed(void* inout, const void* in, int64_t count, ReduceOp op) {
-  T* a = static_cast<T*>(inout);
-  const T* b = static_cast<const T*>(in);
+void reduce_typed(void* out, const void* a_, const void* b_, int64_t count, ReduceOp op) {
+  T* d = static_cast<T*>(out);
+  const T* a = static_cast<const T*>(a_);
+  const T* b = static_cast<const T*>(b_);
   switch (op) {  // one loop per op so that the compiler vectorises each
-    case ReduceOp::Min: for (int64_t i = 0; i < count; ++i) a[i] = std::min(a[i], b[i]); break;
-    case ReduceOp::Max: for (int64_t i = 0; i < count; ++i) a[i] = std::max(a[i], b[i]); break;
-    case ReduceOp::Product: for (int64_t i = 0; i < count; ++i) a[i] = static_cast<T>(a[i] * b[i]); break;
-    default: for (int64_t i = 0; i < count; ++i) a[i] = static_cast<T>(a[i] + b[i]); break;
+    case ReduceOp::Min: for (int64_t i = 0; i < count; ++i) d[i] = std::min(a[i], b[i]); break;
+    case ReduceOp::Max: for (int64_t i = 0; i < count; ++i) d[i] = std::max(a[i], b[i]); break;
+    case ReduceOp::Product: for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(a[i] * b[i]); break;
+    default: for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(a[i] + b[i]); break;
   }
 }
 
 // 16-bit floats are reduced in float and rounded once per pairwise step, as MPI
 // reduces pairwise.
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void reduce_16bit(void* inout, const void* in, int64_t count, ReduceOp op) {
-  uint16_t* a = static_cast<uint16_t*>(inout);
-  const uint16_t* b = static_cast<const uint16_t*>(in);
-  for (int64_t i = 0; i < count; ++i) a[i] = FromFloat(apply(op, ToFloat(a[i]), ToFloat(b[i])));
+void reduce_16bit(void* out, const void* a_, const void* b_, int64_t count, ReduceOp op) {
+  uint16_t* d = static_cast<uint16_t*>(out);
+  const uint16_t* a = static_cast<const uint16_t*>(a_);
+  const uint16_t* b = static_cast<const uint16_t*>(b_);
+  for (int64_t i = 0; i < count; ++i) d[i] = FromFloat(apply(op, ToFloat(a[i]), ToFloat(b[i])));
 }
 
 // How a factor applies. An average's factor, exactly 1/n, divides by n: x / n correctly
@@ -184,23 +186,42 @@ struct Scaling {
   }
 };
 
-// One loop per case, each free of branches, so that each vectorises.
-template <typename T>
-void scale_floats(void* dst, const void* src, int64_t count, const Scaling& scaling) {
-  T* d = static_cast<T*>(dst);
-  const T* s = static_cast<const T*>(src);
+// Calls body(scale) with the function of one element that `scaling` stands for, one per
+// case, so that the loop in each body is free of branches and vectorises.
+template <typename T, typename Body>
+void with_scaling(const Scaling& scaling, Body&& body) {
   if (scaling.divisor == 0) {
     const T f = static_cast<T>(scaling.factor);
-    for (int64_t i = 0; i < count; ++i) d[i] = s[i] * f;
+    body([f](T x) { return static_cast<T>(x * f); });
   } else if constexpr (std::is_same_v<T, float>) {
     // A float times 1/n in double, rounded once, is x / n correctly rounded (x / n is never
     // within double's error of a float's rounding point), and cheaper than a division.
     const double f = scaling.factor;
-    for (int64_t i = 0; i < count; ++i) d[i] = static_cast<float>(static_cast<double>(s[i]) * f);
+    body([f](float x) { return static_cast<float>(static_cast<double>(x) * f); });
   } else {
     const T n = static_cast<T>(scaling.divisor);
-    for (int64_t i = 0; i < count; ++i) d[i] = s[i] / n;
+    body([n](T x) { return x / n; });
   }
+}
+
+template <typename T>
+void scale_floats(void* dst, const void* src, int64_t count, const Scaling& scaling) {
+  T* d = static_cast<T*>(dst);
+  const T* s = static_cast<const T*>(src);
+  with_scaling<T>(scaling, [&](auto scale) {
+    for (int64_t i = 0; i < count; ++i) d[i] = scale(s[i]);
+  });
+}
+
+// The sum rounded to T first, then scaled: the bits of a sum followed by scale_floats.
+template <typename T>
+void sum_scaled_floats(void* out, const void* a_, const void* b_, int64_t count, const Scaling& scaling) {
+  T* d = static_cast<T*>(out);
+  const T* a = static_cast<const T*>(a_);
+  const T* b = static_cast<const T*>(b_);
+  with_scaling<T>(scaling, [&](auto scale) {
+    for (int64_t i = 0; i < count; ++i) d[i] = scale(static_cast<T>(a[i] + b[i]));
+  });
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
@@ -235,21 +256,34 @@ void scale_integer(void* dst, const void* src, int64_t count, const Scaling& sca
 
 }  // namespace
 
-void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op) {
+void reduce(void* out, const void* a, const void* b, int64_t count, DType dtype, ReduceOp op) {
   if (op == ReduceOp::Adasum)  // not element-wise: ops/adasum.h
-    throw Error(StatusCode::Internal, "kolo: reduce_into cannot run Adasum, which is not element-wise");
+    throw Error(StatusCode::Internal, "kolo: an element-wise reduction cannot run Adasum");
   switch (dtype) {
-    case DType::Float32: return reduce_typed<float>(inout, in, count, op);
-    case DType::Float64: return reduce_typed<double>(inout, in, count, op);
-    case DType::Int8: return reduce_typed<int8_t>(inout, in, count, op);
-    case DType::UInt8: return reduce_typed<uint8_t>(inout, in, count, op);
-    case DType::Int16: return reduce_typed<int16_t>(inout, in, count, op);
-    case DType::Int32: return reduce_typed<int32_t>(inout, in, count, op);
-    case DType::Int64: return reduce_typed<int64_t>(inout, in, count, op);
-    case DType::Float16: return reduce_16bit<half_to_float, float_to_half>(inout, in, count, op);
-    case DType::BFloat16:
-      return reduce_16bit<bfloat16_to_float, float_to_bfloat16>(inout, in, count, op);
+    case DType::Float32: return reduce_typed<float>(out, a, b, count, op);
+    case DType::Float64: return reduce_typed<double>(out, a, b, count, op);
+    case DType::Int8: return reduce_typed<int8_t>(out, a, b, count, op);
+    case DType::UInt8: return reduce_typed<uint8_t>(out, a, b, count, op);
+    case DType::Int16: return reduce_typed<int16_t>(out, a, b, count, op);
+    case DType::Int32: return reduce_typed<int32_t>(out, a, b, count, op);
+    case DType::Int64: return reduce_typed<int64_t>(out, a, b, count, op);
+    case DType::Float16: return reduce_16bit<half_to_float, float_to_half>(out, a, b, count, op);
+    case DType::BFloat16: return reduce_16bit<bfloat16_to_float, float_to_bfloat16>(out, a, b, count, op);
   }
+}
+
+void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op) {
+  reduce(inout, inout, in, count, dtype, op);
+}
+
+void reduce_scaled(void* out, const void* a, const void* b, int64_t count, DType dtype, ReduceOp op,
+                   double factor) {
+  if (factor != 1.0 && op == ReduceOp::Sum && dtype == DType::Float32)
+    return sum_scaled_floats<float>(out, a, b, count, Scaling(factor));
+  if (factor != 1.0 && op == ReduceOp::Sum && dtype == DType::Float64)
+    return sum_scaled_floats<double>(out, a, b, count, Scaling(factor));
+  reduce(out, a, b, count, dtype, op);
+  scale(out, count, dtype, factor);
 }
 
 void scale_copy(void* dst, const void* src, int64_t count, DType dtype, double factor) {

@@ -14,9 +14,15 @@ uint16_t float_to_half(float f);  // round to nearest even; overflow -> inf
 float bfloat16_to_float(uint16_t b);
 uint16_t float_to_bfloat16(float f);  // round to nearest even; NaN stays NaN
 
-// inout[i] = inout[i] (op) in[i]. op is Sum, Min, Max or Product (Average is a Sum
-// followed by scale(); Adasum is not element-wise and throws Internal: ops/adasum.h).
-void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op);
+// out[i] = a[i] (op) b[i]; out may be a or b. op is Sum, Min, Max or Product (Average is
+// a Sum followed by scale(); Adasum is not element-wise and throws Internal: ops/adasum.h).
+void reduce(void* out, const void* a, const void* b, int64_t count, DType dtype, ReduceOp op);
+void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op);  // reduce(inout, inout, in)
+
+// reduce(), then scale() by factor: the same bits. A float sum does both in one pass, so
+// that a scaled reduction costs what a plain one does.
+void reduce_scaled(void* out, const void* a, const void* b, int64_t count, DType dtype, ReduceOp op,
+                   double factor);
 
 // data[i] *= factor. A factor of exactly 1/n (an average) divides by n instead, correctly
 // rounded; any other factor multiplies in float for float32 and the 16-bit floats and in

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "dtype.h"
+#include "ring_allreduce.h"
 #include "kolo/check.h"
 
 namespace kolo::ops {
@@ -115,42 +115,25 @@ class MpiBackend final : public Backend {
   std::string name() const override { return "mpi"; }
   bool supports(const Device& device) const override { return device.is_cpu(); }
 
-  // In pieces of chunk_bytes_. A scaled result (an average) has each piece reduced into a
-  // scratch piece, which stays in this core's cache, and scaled as it is copied into the
-  // output: the one write the output gets. Scaling the output piece in place right after
-  // an in-place MPI_Allreduce cost 10-40% more over a 100 MB allreduce here (2 ranks,
-  // shared memory; the scratch way 2-6%), about as much as a separate pass, whatever the
-  // vector width: probably because the other rank's core has just read those lines.
-  //
-  // A power-of-two factor on a sum of floats (an average over 2, 4, 8 ... ranks) is applied
-  // to each piece before its reduction instead: multiplying by 2^k is exact, so it commutes
-  // with every rounding of the sum, and the result has the same bits (except where a value
-  // is subnormal, below 2^-126 in float32, or where the unscaled sum would overflow and the
-  // scaled one does not). The piece is then in this core's cache when MPI reads it, and the
-  // pass costs no trip to memory: the scratch way's copy into the output, a second write of
-  // every byte after its lines had left the cache, cost an average 1.5x a sum on the
-  // ResNet-50 set at np 2 (here, AMD EPYC, and on a 2-core Intel Xeon; docs/perf.md).
+  // In pieces of chunk_bytes_, each moved by kolo's ring (ops/ring_allreduce.h: a scaled
+  // result, an average, costs what a sum costs there) or, below kRingMinBytesPerRank a
+  // rank, by MPI_Allreduce: latency sets a small piece's time, and MPI's recursive doubling
+  // takes log2(n) steps to the ring's 2 (n - 1). Such a piece is still in cache when it
+  // is scaled.
   void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                  double scale) override {
     const std::size_t element = dtype_size(dtype);
     const int64_t chunk = std::max<int64_t>(1, chunk_bytes_ / static_cast<int64_t>(element));
-    const bool scale_first = scale != 1.0 && op == ReduceOp::Sum && exact_power_of_two(scale) &&
-                             (dtype == DType::Float32 || dtype == DType::Float64);
-    if (scale != 1.0 && !scale_first && scratch_.size() < std::size_t(std::min(chunk, count)) * element)
-      scratch_.resize(std::size_t(std::min(chunk, count)) * element);
     for (int64_t offset = 0; offset < count; offset += chunk) {
       const int n = as_int(std::min(chunk, count - offset), "allreduce");
       char* out = static_cast<char*>(output) + offset * element;
       const char* in = static_cast<const char*>(input) + offset * element;
-      if (scale_first) {
-        scale_copy(out, in, n, dtype, scale);
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, out, n, mpi_type(dtype), mpi_op(op, dtype), comm_), "MPI_Allreduce");
-      } else if (scale == 1.0) {
+      if (size_ > 1 && int64_t(n) * int64_t(element) >= kRingMinBytesPerRank * size_) {
+        ring_allreduce(comm_, in, out, n, dtype, op, scale, scratch_);
+      } else {
         check_mpi(MPI_Allreduce(input == output ? MPI_IN_PLACE : in, out, n, mpi_type(dtype), mpi_op(op, dtype), comm_),
                   "MPI_Allreduce");
-      } else {
-        check_mpi(MPI_Allreduce(in, scratch_.data(), n, mpi_type(dtype), mpi_op(op, dtype), comm_), "MPI_Allreduce");
-        scale_copy(out, scratch_.data(), n, dtype, scale);
+        ops::scale(out, n, dtype, scale);
       }
       moved();
     }
@@ -276,13 +259,6 @@ class MpiBackend final : public Backend {
     if (progress_ != nullptr) progress_->fetch_add(1, std::memory_order_relaxed);
   }
 
-  // 2^k, with k small enough that scaled values stay normal numbers where the unscaled ones
-  // are (an average's factor over up to 2^20 ranks).
-  static bool exact_power_of_two(double factor) {
-    int exponent = 0;
-    return factor > 0 && std::frexp(factor, &exponent) == 0.5 && exponent >= -20 && exponent <= 20;
-  }
-
   // The elements of one rank's part in a piece of an allgather, alltoall or reducescatter:
   // the allreduce's piece shared among the ranks.
   int64_t piece_per_rank(std::size_t element) const {
@@ -301,13 +277,16 @@ class MpiBackend final : public Backend {
     return slice;
   }
 
-  static constexpr int kSendrecvTag = 0x6b6f;  // kolo's only point-to-point messages on comm_
+  static constexpr int kSendrecvTag = 0x6b6f;  // the ring has its own tag
+  // Measured at np 2 (AMD EPYC, shared memory): the ring and MPI_Allreduce take the same
+  // time from 64 KiB a rank on; at np 4 on two cores MPI's wins below that (docs/perf.md).
+  static constexpr int64_t kRingMinBytesPerRank = int64_t{64} * 1024;
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   int64_t chunk_bytes_;
   std::atomic<uint64_t>* progress_;
-  std::vector<std::byte> scratch_;  // a scaled allreduce's piece, reduced
+  std::vector<std::byte> scratch_;  // the ring's received segment
   std::vector<std::byte> packed_;   // a reducescatter piece's slices, packed
 };
 

@@ -311,6 +311,41 @@ TEST_CASE("reduce_into of zero elements touches nothing", "[dtype][reduce]") {
   SUCCEED();
 }
 
+// reduce_scaled fuses the scale into a float sum's loop; the bits must be those of the two
+// steps it stands for, reduce and then scale, for every kind of factor (an average over a
+// power of two, over 3, a postscale), in place and not.
+TEST_CASE("reduce_scaled has the bits of reduce followed by scale", "[dtype][reduce][scale]") {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<double> value(-1e3, 1e3);
+  for (DType d : kolo_test::all_dtypes())
+    for (double factor : {1.0, 0.5, 0.25, 1.0 / 3, 1.0 / 6, 0.3, 2.5})
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
+        INFO(kolo::dtype_name(d) << " " << kolo::op_name(op) << " scaled by " << factor);
+        const int64_t n = 37;  // not a multiple of any vector width
+        Buffer a(d, {n}), b(d, {n});
+        // Values each dtype holds exactly (Buffer::set insists): k / 4 for the 16-bit floats.
+        const auto sample = [&] {
+          if (!kolo::is_floating_point(d)) return double(int(std::abs(value(gen))) % 100);
+          if (d == DType::Float16 || d == DType::BFloat16) return double(int(value(gen)) % 256) / 4;
+          return double(float(value(gen)));
+        };
+        for (int64_t i = 0; i < n; ++i) {
+          a.set(i, sample());
+          b.set(i, sample());
+        }
+        Buffer want = a;
+        ops::reduce_into(want.data(), b.data(), n, d, op);
+        ops::scale(want.data(), n, d, factor);
+
+        Buffer out(d, {n});
+        ops::reduce_scaled(out.data(), a.data(), b.data(), n, d, op, factor);
+        CHECK(out.bytes() == want.bytes());
+        Buffer in_place = a;
+        ops::reduce_scaled(in_place.data(), in_place.data(), b.data(), n, d, op, factor);
+        CHECK(in_place.bytes() == want.bytes());
+      }
+}
+
 TEST_CASE("scale multiplies floating dtypes and scale_copy leaves the source alone", "[dtype][scale]") {
   SECTION("float32") {
     std::vector<float> v = {1, -2, 3.5f, 0};
