@@ -3,7 +3,7 @@
 the same run (docs/perf.md, "Weak scaling vs PyTorch DDP"):
 
     bench/synthetic_benchmark/compare_scaling.py [--build build] [--rounds 7] [--only resnet18] [--boost]
-        [--rows kolo kolo.torch DDP ...]
+        [--rows kolo kolo.torch DDP ...] [--horovod PYTHONPATH]
 
 For each net (the MNIST net, batch 64 per rank, 28x28; ResNet-18, batch 32 per rank,
 32x32, 10 classes) it runs Horovod's synthetic benchmark at np 1 and np 2 with 1 compute
@@ -22,6 +22,11 @@ Rows of the table:
   kolo.torch         examples/pytorch/pytorch_synthetic_benchmark.py (PyTorch's kernels,
                      kolo.torch's DistributedOptimizer) under mpirun, as the kolo row, with
                      PYTHONPATH=<build>/python.
+  kolo.torch, MPI spins   the same under plain mpirun.
+  horovod.torch      with --horovod: the same script with its import line changed to
+  horovod.torch, MPI spins   `import horovod.torch as hvd`, PYTHONPATH=<the --horovod path> (a
+                     Horovod build; docs/perf.md says how to build one), with and without the
+                     yield setting, as the kolo.torch rows.
   DDP                gloo waits in the kernel (blocking sockets) without a setting.
   no communication   two independent kolo np 1 jobs at once: the machine's ceiling (shared
                      caches and memory bandwidth), against kolo's np 1 of the same round.
@@ -46,11 +51,14 @@ own at autogroup nice -19, so that its ranks get the cores as on a quiet machine
 sessions' work slows down meanwhile). All rows run under the same conditions.
 """
 import argparse
+import atexit
+import functools
 import os
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,8 +70,10 @@ CONFIGS = {  # model: (batch per rank, image size, classes)
 ITER_LINE = re.compile(r"^Iter #\d+: ([\d.]+) img/sec per rank$", re.M)
 CPU_LINE = re.compile(r"^CPU time per image on rank 0: ([\d.]+) ms$", re.M)
 YIELD = ["--mca", "mpi_yield_when_idle", "1"]
-ROWS = ["kolo", "kolo, MPI spins", "kolo.torch", "DDP", "no communication", "PyTorch alone"]
-TORCH_ROWS = ["kolo.torch", "PyTorch alone"]  # need the build's Python package
+ROWS = ["kolo", "kolo, MPI spins", "kolo.torch", "kolo.torch, MPI spins", "horovod.torch", "horovod.torch, MPI spins",
+        "DDP", "no communication", "PyTorch alone"]
+TORCH_ROWS = ["kolo.torch", "kolo.torch, MPI spins", "PyTorch alone"]  # need the build's Python package
+HOROVOD_ROWS = ["horovod.torch", "horovod.torch, MPI spins"]  # need --horovod
 
 
 @dataclass
@@ -86,6 +96,8 @@ def parse_args(argv=None):
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--timeout", type=float, default=600, help="seconds one run may take")
     p.add_argument("--boost", action="store_true", help="run in a new session at autogroup nice -19 (root)")
+    p.add_argument("--horovod", default="", metavar="PYTHONPATH",
+                   help="where `import horovod.torch` finds a Horovod build: adds the horovod.torch rows")
     p.add_argument("--rows", nargs="+", metavar="ROW",
                    help="the rows to measure (default: all; the Python rows when the build has kolo.torch): " +
                    "; ".join(repr(r) for r in ROWS))
@@ -94,9 +106,11 @@ def parse_args(argv=None):
         p.error(f"--only {a.only}: one of {', '.join(CONFIGS)}")
     package = os.path.join(a.build, "python", "kolo", "torch")
     if a.rows is None:
-        a.rows = [r for r in ROWS if r not in TORCH_ROWS or os.path.isdir(package)]
-        if len(a.rows) < len(ROWS):
+        a.rows = [r for r in ROWS if (r not in TORCH_ROWS or os.path.isdir(package)) and (r not in HOROVOD_ROWS or a.horovod)]
+        if not os.path.isdir(package):
             print(f"no {package} (a build without KOLO_WITH_TORCH): leaving out the rows {', '.join(TORCH_ROWS)}")
+    elif any(r in HOROVOD_ROWS for r in a.rows) and not a.horovod:
+        p.error(f"--rows {', '.join(r for r in a.rows if r in HOROVOD_ROWS)}: needs --horovod PYTHONPATH")
     elif any(r in TORCH_ROWS for r in a.rows) and not os.path.isdir(package):
         p.error(f"--rows {', '.join(r for r in a.rows if r in TORCH_ROWS)}: no {package} (build kolo_torch_python)")
     unknown = [r for r in a.rows if r not in ROWS]
@@ -128,16 +142,37 @@ def variants(a, args):
     python_path = {"PYTHONPATH": os.pathsep.join(
         [os.path.join(a.build, "python")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
 
-    def kolo_torch(ranks):
-        return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", *YIELD, *root, *script]
+    def python_job(ranks, extra, command):
+        return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", *extra, *root, *command]
 
     plain = script + ["--no-kolo"]
     every = [Variant("kolo", kolo(1, YIELD), kolo(2, YIELD)), Variant("kolo, MPI spins", kolo(1, []), kolo(2, [])),
-             Variant("kolo.torch", kolo_torch(1), kolo_torch(2), env=python_path),
+             Variant("kolo.torch", python_job(1, YIELD, script), python_job(2, YIELD, script), env=python_path),
+             Variant("kolo.torch, MPI spins", python_job(1, [], script), python_job(2, [], script), env=python_path),
              Variant("DDP", ddp(1), ddp(2)),
              Variant("no communication", kolo(1, YIELD), kolo(1, YIELD), copies=2, np1_from="kolo"),
              Variant("PyTorch alone", plain, plain, copies=2, env=python_path)]
+    if a.horovod:
+        horovod = ["/usr/bin/python3", horovod_script(), *args]
+        horovod_path = {"PYTHONPATH": a.horovod}
+        every += [Variant("horovod.torch", python_job(1, YIELD, horovod), python_job(2, YIELD, horovod), env=horovod_path),
+                  Variant("horovod.torch, MPI spins", python_job(1, [], horovod), python_job(2, [], horovod),
+                          env=horovod_path)]
     return [v for v in every if v.name in a.rows]
+
+
+@functools.cache
+def horovod_script():
+    """The example with its import line changed, in a temporary file (Horovod's own synthetic
+    benchmark differs: this one has the MNIST net and prints CPU time)."""
+    with open(os.path.join(ROOT, "examples", "pytorch", "pytorch_synthetic_benchmark.py")) as f:
+        source = f.read()
+    assert "import kolo.torch as hvd\n" in source
+    path = os.path.join(tempfile.gettempdir(), f"horovod_synthetic_benchmark_{os.getpid()}.py")
+    with open(path, "w") as f:
+        f.write(source.replace("import kolo.torch as hvd\n", "import horovod.torch as hvd\n"))
+    atexit.register(os.remove, path)
+    return path
 
 
 def measure(command, ranks, timeout, copies=1, env=None):
