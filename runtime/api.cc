@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gpu_state.h"
+#include "heap_tuning.h"
 #include "kolo/kolo_mpi.h"
 #include "logging.h"
 #include "mpi_transport.h"
@@ -397,6 +398,10 @@ void start(MPI_Comm comm, const Config& config, const std::vector<std::vector<in
                                            if (finalises_mpi) start_finalize_deadline(2 * finalize_bound);
                                          });
   if (rank == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
+  if (config.keep_freed_memory) {
+    const std::string what = detail::keep_freed_memory();
+    if (rank == 0) KOLO_LOG(Info) << "KOLO_KEEP_FREED_MEMORY: malloc " << what;
+  }
   g_owns_mpi = g_kolo_initialised_mpi;
   g_sets.exchange(std::move(s));
   static const bool registered = std::atexit(end_job_if_failed) == 0;

@@ -106,6 +106,7 @@ Config config_from_environment(const EnvLookup& env) {
   if (auto v = lookup(env, "TIMELINE")) config.timeline_path = v->second;
   if (auto v = lookup(env, "TIMELINE_MARK_CYCLES"))
     config.timeline_mark_cycles = parse_bool(v->first, v->second);
+  if (auto v = lookup(env, "KEEP_FREED_MEMORY")) config.keep_freed_memory = parse_bool(v->first, v->second);
   if (auto v = lookup(env, "STALL_CHECK_TIME_SECONDS"))
     config.stall_check_seconds = parse_number(v->first, v->second, 0, 1e18, "seconds >= 0");
   if (auto v = lookup(env, "STALL_CHECK_DISABLE"))
@@ -163,6 +164,7 @@ std::string Config::describe() const {
       << "KOLO_CACHE_CAPACITY = " << cache_capacity << "\n"
       << "KOLO_TIMELINE = " << timeline_path << "\n"
       << "KOLO_TIMELINE_MARK_CYCLES = " << (timeline_mark_cycles ? 1 : 0) << "\n"
+      << "KOLO_KEEP_FREED_MEMORY = " << (keep_freed_memory ? 1 : 0) << "\n"
       << "KOLO_STALL_CHECK_TIME_SECONDS = " << stall_check_seconds
       << (stall_check_enabled ? "" : " (disabled)") << "\n"
       << "KOLO_STALL_SHUTDOWN_TIME_SECONDS = " << stall_shutdown_seconds << "\n"

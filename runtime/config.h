@@ -26,6 +26,7 @@ struct Config {
   int cache_capacity = 1024;                          // 0 disables the response cache
   std::string timeline_path;  // empty: no timeline; "DYNAMIC": none until start_timeline()
   bool timeline_mark_cycles = false;                  // an instant event at each cycle's start
+  bool keep_freed_memory = true;                      // heap_tuning.h
   double stall_check_seconds = 60.0;
   bool stall_check_enabled = true;
   // 0: never fail stalled tensors. On by default so that a wait on a tensor some rank

@@ -219,3 +219,11 @@ TEST_CASE("KOLO_TIMELINE_MARK_CYCLES is a boolean, also as HOROVOD_TIMELINE_MARK
              Catch::Matchers::Contains("KOLO_TIMELINE_MARK_CYCLES = 1\n"));
   require_rejected({{"HOROVOD_TIMELINE_MARK_CYCLES", "sometimes"}}, "HOROVOD_TIMELINE_MARK_CYCLES");
 }
+
+TEST_CASE("KOLO_KEEP_FREED_MEMORY is a boolean, on by default", "[config]") {
+  CHECK(parse({}).keep_freed_memory);
+  CHECK_FALSE(parse({{"KOLO_KEEP_FREED_MEMORY", "0"}}).keep_freed_memory);
+  CHECK_THAT(parse({{"KOLO_KEEP_FREED_MEMORY", "off"}}).describe(),
+             Catch::Matchers::Contains("KOLO_KEEP_FREED_MEMORY = 0\n"));
+  require_rejected({{"KOLO_KEEP_FREED_MEMORY", "maybe"}}, "KOLO_KEEP_FREED_MEMORY");
+}
