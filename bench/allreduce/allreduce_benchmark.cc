@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
     print_row("(b) MPI per tensor, 161 calls", per_tensor_mpi, baseline);
     print_row("kolo, op Sum (default)", kolo_sum, baseline);
     print_row("kolo, op Average (default)", kolo_average, baseline);
-    std::printf("\n");
+    std::printf("(kolo's med ms: the mean of its medians on the set's two copies)\n\n");
     print_target("kolo Sum / min(a, b)", kolo_sum.median_ms / baseline);
     print_target("kolo Average / min(a, b)", kolo_average.median_ms / baseline);
     print_target("kolo Average / kolo Sum", kolo_average.median_ms / kolo_sum.median_ms);
