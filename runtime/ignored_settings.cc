@@ -31,13 +31,12 @@ constexpr std::string_view kHorovodBuildOptions[] = {
     "GPU_ALLREDUCE", "GPU_ALLTOALL", "GPU_BROADCAST", "GPU_REDUCESCATTER", "MPICXX_SHOW",
     "NCCL_HOME", "NCCL_INCLUDE", "NCCL_LIB", "NCCL_LINK", "ROCM_HOME", "SKIP_COMPILE"};
 constexpr std::string_view kHorovodBuildOptionPrefixes[] = {"BUILD_", "WITH_", "WITHOUT_"};
-// - read by kolo's own tools (tools/*.sh, tools/cluster/, tests/, kolorun): exported in a
-//   developer's shell, and forwarded to the ranks by kolorun, so a normal run meets them.
-constexpr std::string_view kKoloTools[] = {
-    "BUILD_DIR", "BUILD_TYPE", "CLUSTER_SKIP_CODE", "CMAKE_ARGS", "FRESH_DEMO_ARGS",
-    "FRESH_ROOT_DIR", "FRESH_STEP_TIMEOUT", "FRESH_TEST_FILTER", "FRESH_TESTS_AS", "JOBS", "MPIRUN", "NETNS_BTL",
-    "NETNS_HOSTS", "NETNS_SUBNET", "NETNS_TAG", "SKIP_PACKAGES", "TEST_FUSION_THRESHOLD",
-    "TEST_TIMELINE_FILE", "TEST_TIMEOUT"};
+// - KOLO_TOOL_*: the prefix kolo's scripts, tests and CI own (tools/, tests/); a
+//   developer's shell exports them and kolorun forwards every KOLO_* variable, so a run
+//   meets them. Never a setting: a new tool knob takes the prefix and needs nothing here;
+constexpr std::string_view kToolPrefix = "TOOL_";
+// - KOLO_MPIRUN: read by kolorun (the mpirun to run, docs/launcher.md), forwarded likewise.
+constexpr std::string_view kLauncherVariables[] = {"MPIRUN"};
 
 using Environment = std::map<std::string, std::string>;  // sorted by name
 
@@ -58,7 +57,7 @@ bool listed(const Names& names, std::string_view name) {
 }
 
 bool is_not_a_setting(std::string_view variable) {
-  if (auto name = name_after(variable, kKolo)) return listed(kKoloTools, *name);
+  if (auto name = name_after(variable, kKolo)) return name->starts_with(kToolPrefix) || listed(kLauncherVariables, *name);
   const auto name = name_after(variable, kHorovod);
   if (!name) return false;
   return listed(kSetByHorovodLaunchers, *name) || listed(kHorovodBuildOptions, *name) ||

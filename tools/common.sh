@@ -8,16 +8,16 @@
 #   kolo_prepare [target...]  all of the above, in order
 #
 # Environment knobs (all optional):
-#   KOLO_BUILD_DIR     build folder (default: <repo>/build)
-#   KOLO_BUILD_TYPE    CMake build type (default: Release)
-#   KOLO_CMAKE_ARGS    extra arguments for the configure step, e.g. "-DKOLO_CUDA=OFF"
-#   KOLO_JOBS          parallel build jobs (default: number of cores)
-#   KOLO_SKIP_PACKAGES=1   do not check or install Debian packages
+#   KOLO_TOOL_BUILD_DIR     build folder (default: <repo>/build)
+#   KOLO_TOOL_BUILD_TYPE    CMake build type (default: Release)
+#   KOLO_TOOL_CMAKE_ARGS    extra arguments for the configure step, e.g. "-DKOLO_CUDA=OFF"
+#   KOLO_TOOL_JOBS          parallel build jobs (default: number of cores)
+#   KOLO_TOOL_SKIP_PACKAGES=1   do not check or install Debian packages
 
 KOLO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-KOLO_BUILD_DIR="${KOLO_BUILD_DIR:-$KOLO_ROOT/build}"
-KOLO_BUILD_TYPE="${KOLO_BUILD_TYPE:-Release}"
-KOLO_JOBS="${KOLO_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+KOLO_TOOL_BUILD_DIR="${KOLO_TOOL_BUILD_DIR:-$KOLO_ROOT/build}"
+KOLO_TOOL_BUILD_TYPE="${KOLO_TOOL_BUILD_TYPE:-Release}"
+KOLO_TOOL_JOBS="${KOLO_TOOL_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 # Everything the build, the tests and the examples use, named directly: apt-get runs with
 # --no-install-recommends, so nothing may arrive only as a recommendation. zlib and the
@@ -46,7 +46,7 @@ kolo_elapsed() { echo "$((SECONDS - KOLO_T0))s"; }
 KOLO_T0=$SECONDS
 
 kolo_install_packages() {
-  [[ "${KOLO_SKIP_PACKAGES:-0}" == 1 ]] && return 0
+  [[ "${KOLO_TOOL_SKIP_PACKAGES:-0}" == 1 ]] && return 0
   command -v dpkg-query >/dev/null ||
     kolo_die "dpkg-query not found: the set-up targets Debian 12; install the packages by hand: ${KOLO_PACKAGES[*]}"
   local missing=() p
@@ -76,10 +76,10 @@ kolo_build() {
   if ! printf '3.25\n%s\n' "$version" | sort -V -C; then
     kolo_die "CMake >= 3.25 needed, found $version"
   fi
-  local cache="$KOLO_BUILD_DIR/CMakeCache.txt" generator=()
+  local cache="$KOLO_TOOL_BUILD_DIR/CMakeCache.txt" generator=()
   if [[ -f "$cache" ]]; then
     grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache" ||
-      kolo_die "$KOLO_BUILD_DIR was configured with another generator; remove it or set KOLO_BUILD_DIR"
+      kolo_die "$KOLO_TOOL_BUILD_DIR was configured with another generator; remove it or set KOLO_TOOL_BUILD_DIR"
   else
     generator=(-G Ninja)
   fi
@@ -87,14 +87,14 @@ kolo_build() {
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$KOLO_ROOT}"
   local extra=()
   # shellcheck disable=SC2206  # word splitting of the user's extra arguments is intended
-  [[ -n "${KOLO_CMAKE_ARGS:-}" ]] && extra=(${KOLO_CMAKE_ARGS})
-  kolo_log "configuring $KOLO_BUILD_DIR ($KOLO_BUILD_TYPE, Ninja)"
-  cmake -S "$KOLO_ROOT" -B "$KOLO_BUILD_DIR" "${generator[@]}" \
-    -DCMAKE_BUILD_TYPE="$KOLO_BUILD_TYPE" "${extra[@]}"
+  [[ -n "${KOLO_TOOL_CMAKE_ARGS:-}" ]] && extra=(${KOLO_TOOL_CMAKE_ARGS})
+  kolo_log "configuring $KOLO_TOOL_BUILD_DIR ($KOLO_TOOL_BUILD_TYPE, Ninja)"
+  cmake -S "$KOLO_ROOT" -B "$KOLO_TOOL_BUILD_DIR" "${generator[@]}" \
+    -DCMAKE_BUILD_TYPE="$KOLO_TOOL_BUILD_TYPE" "${extra[@]}"
   local targets=()
   (($# > 0)) && targets=(--target "$@")
-  kolo_log "building ${*:-everything} with $KOLO_JOBS jobs"
-  cmake --build "$KOLO_BUILD_DIR" -j "$KOLO_JOBS" "${targets[@]}"
+  kolo_log "building ${*:-everything} with $KOLO_TOOL_JOBS jobs"
+  cmake --build "$KOLO_TOOL_BUILD_DIR" -j "$KOLO_TOOL_JOBS" "${targets[@]}"
   kolo_log "built ($(kolo_elapsed))"
 }
 

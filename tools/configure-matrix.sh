@@ -11,8 +11,8 @@
 # Nothing is compiled. One line per case: ok or FAILED, its time; the failed cases' logs
 # are printed at the end. Exit status 1 when any case failed.
 #
-#   tools/configure-matrix.sh            every case, KOLO_JOBS (default 2) at a time
-#   KOLO_JOBS=1 tools/configure-matrix.sh
+#   tools/configure-matrix.sh            every case, KOLO_TOOL_JOBS (default 2) at a time
+#   KOLO_TOOL_JOBS=1 tools/configure-matrix.sh
 #
 # The switches (CMakeLists.txt, cmake/KoloCuda.cmake, models/CMakeLists.txt):
 #   KOLO_BUILD_TESTS, KOLO_BUILD_EXAMPLES, KOLO_BUILD_BENCHMARKS   ON/OFF, default ON
@@ -25,7 +25,7 @@
 set -uo pipefail
 
 KOLO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-JOBS="${KOLO_JOBS:-2}"
+JOBS="${KOLO_TOOL_JOBS:-2}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/kolo-configure-matrix.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 

@@ -13,30 +13,30 @@
 #
 # Exit status: 0 both commands passed; 1 one failed (or a step here did); 77 this machine
 # cannot build such a root at all (not root, no mmdebstrap to be had, no mount namespaces);
-# 2 a bad KOLO_FRESH_TESTS_AS.
+# 2 a bad KOLO_TOOL_FRESH_TESTS_AS.
 #
 # Environment knobs (all optional):
-#   KOLO_FRESH_ROOT_DIR      the folder in which a new root folder is made (default /var/tmp)
-#   KOLO_FRESH_DEMO_ARGS     the demo's flags (default: --epochs 1 --train-limit 4096 --test-limit 1024)
-#   KOLO_FRESH_TEST_FILTER   the CTest filter (default: see QUICK_TESTS below)
-#   KOLO_FRESH_STEP_TIMEOUT  seconds any one step may take (default 1800)
-#   KOLO_FRESH_TESTS_AS      who runs the test command: root (default; it shares this
+#   KOLO_TOOL_FRESH_ROOT_DIR      the folder in which a new root folder is made (default /var/tmp)
+#   KOLO_TOOL_FRESH_DEMO_ARGS     the demo's flags (default: --epochs 1 --train-limit 4096 --test-limit 1024)
+#   KOLO_TOOL_FRESH_TEST_FILTER   the CTest filter (default: see QUICK_TESTS below)
+#   KOLO_TOOL_FRESH_STEP_TIMEOUT  seconds any one step may take (default 1800)
+#   KOLO_TOOL_FRESH_TESTS_AS      who runs the test command: root (default; it shares this
 #                            machine's ccache) or kolo (the user with sudo)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SUITE=bookworm
 USER_NAME=kolo
-DEMO_ARGS="${KOLO_FRESH_DEMO_ARGS:---epochs 1 --train-limit 4096 --test-limit 1024}"
+DEMO_ARGS="${KOLO_TOOL_FRESH_DEMO_ARGS:---epochs 1 --train-limit 4096 --test-limit 1024}"
 # One of each kind: unit tests of the runtime, collectives on 2 ranks, the launcher, the
 # main job's tests, the docs' flag tables (python3), and find_package(kolo) from an
 # outside project (which needs every package the installed config looks for).
 QUICK_TESTS='^(runtime\.config.*|mpi_np2|launcher\.kolorun.*|examples\.mnist\..*|docs\..*|package\..*)$'
-TEST_FILTER="${KOLO_FRESH_TEST_FILTER:-$QUICK_TESTS}"
-STEP_TIMEOUT="${KOLO_FRESH_STEP_TIMEOUT:-1800}"
-TESTS_AS="${KOLO_FRESH_TESTS_AS:-root}"
+TEST_FILTER="${KOLO_TOOL_FRESH_TEST_FILTER:-$QUICK_TESTS}"
+STEP_TIMEOUT="${KOLO_TOOL_FRESH_STEP_TIMEOUT:-1800}"
+TESTS_AS="${KOLO_TOOL_FRESH_TESTS_AS:-root}"
 [[ "$TESTS_AS" == root || "$TESTS_AS" == "$USER_NAME" ]] ||
-  { echo "KOLO_FRESH_TESTS_AS='$TESTS_AS': expected root or $USER_NAME" >&2; exit 2; }
+  { echo "KOLO_TOOL_FRESH_TESTS_AS='$TESTS_AS': expected root or $USER_NAME" >&2; exit 2; }
 KEEP=0
 [[ "${1:-}" == --keep ]] && KEEP=1
 
@@ -44,7 +44,7 @@ T0=$SECONDS
 log() { printf '[fresh-root %4ds] %s\n' "$((SECONDS - T0))" "$*" >&2; }
 failed() {  # failed WHAT STATUS
   local why="exit status $2"
-  (($2 == 124 || $2 == 137)) && why="it ran past KOLO_FRESH_STEP_TIMEOUT ($STEP_TIMEOUT s)"
+  (($2 == 124 || $2 == 137)) && why="it ran past KOLO_TOOL_FRESH_STEP_TIMEOUT ($STEP_TIMEOUT s)"
   log "FAILED: $1 on a minimal Debian 12 ($why); its output is above"
   exit 1
 }
@@ -78,8 +78,8 @@ done
 
 # ---- the root ----------------------------------------------------------------------------
 # Always a folder of its own, made here: it is deleted at the end, with everything in it.
-PARENT="${KOLO_FRESH_ROOT_DIR:-/var/tmp}"
-[[ "$PARENT" != *[[:space:]]* ]] || { log "KOLO_FRESH_ROOT_DIR='$PARENT' has a space in it"; exit 2; }
+PARENT="${KOLO_TOOL_FRESH_ROOT_DIR:-/var/tmp}"
+[[ "$PARENT" != *[[:space:]]* ]] || { log "KOLO_TOOL_FRESH_ROOT_DIR='$PARENT' has a space in it"; exit 2; }
 ROOT="$(realpath "$(mktemp -d "$PARENT/kolo-fresh-root.XXXXXX")")"
 
 # Processes still running inside the root (a rank that outlived its job): ours to end.

@@ -8,14 +8,14 @@
 #
 # Prints per harness its runs, corpus size and crashes, and one machine-readable line
 #   KOLO_FUZZ {"harness":"idx_fuzzer","status":"ok","seconds":60,"runs":123,"corpus_inputs":45,...}
-# (also collected in $KOLO_BUILD_DIR/fuzz-summary.jsonl). Exits non-zero when any harness
+# (also collected in $KOLO_TOOL_BUILD_DIR/fuzz-summary.jsonl). Exits non-zero when any harness
 # crashed, leaked, ran out of memory, timed out on an input or did not run. A crash's
-# input and the full log stay under $KOLO_BUILD_DIR/fuzz-runs/<harness>/.
-#   KOLO_BUILD_DIR   the fuzz build folder (default: <repo>/build-fuzz)
-#   KOLO_JOBS        parallel build jobs (default: number of cores)
+# input and the full log stay under $KOLO_TOOL_BUILD_DIR/fuzz-runs/<harness>/.
+#   KOLO_TOOL_BUILD_DIR   the fuzz build folder (default: <repo>/build-fuzz)
+#   KOLO_TOOL_JOBS        parallel build jobs (default: number of cores)
 set -euo pipefail
-KOLO_BUILD_DIR="${KOLO_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-fuzz}"
-KOLO_BUILD_TYPE=RelWithDebInfo  # optimised, with line numbers in the sanitizers' reports
+KOLO_TOOL_BUILD_DIR="${KOLO_TOOL_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-fuzz}"
+KOLO_TOOL_BUILD_TYPE=RelWithDebInfo  # optimised, with line numbers in the sanitizers' reports
 # shellcheck source=tools/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -47,12 +47,12 @@ if ! clang++ -fsanitize=fuzzer,address,undefined "$probe_dir/probe.cc" -o "$prob
   kolo_die "clang++ $(clang++ -dumpversion) cannot link a libFuzzer program: its runtime (libclang_rt.fuzzer-x86_64.a) or the sanitizers' are missing (Debian 12: apt-get install libclang-rt-${clang_version}-dev). clang said: $(head -3 "$probe_dir/err")"
 fi
 
-KOLO_CMAKE_ARGS="-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKOLO_BUILD_FUZZERS=ON -DKOLO_CUDA=OFF \
--DKOLO_ONEDNN=OFF -DKOLO_TORCH=OFF -DKOLO_BUILD_TESTS=OFF -DKOLO_BUILD_EXAMPLES=OFF -DKOLO_BUILD_BENCHMARKS=OFF ${KOLO_CMAKE_ARGS:-}"
+KOLO_TOOL_CMAKE_ARGS="-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKOLO_BUILD_FUZZERS=ON -DKOLO_CUDA=OFF \
+-DKOLO_ONEDNN=OFF -DKOLO_TORCH=OFF -DKOLO_BUILD_TESTS=OFF -DKOLO_BUILD_EXAMPLES=OFF -DKOLO_BUILD_BENCHMARKS=OFF ${KOLO_TOOL_CMAKE_ARGS:-}"
 
 if ((write_seeds)); then
   kolo_build kolo_fuzz_seeds
-  "$KOLO_BUILD_DIR/tests/fuzz/kolo_fuzz_seeds" "$KOLO_ROOT/tests/fuzz/corpus"
+  "$KOLO_TOOL_BUILD_DIR/tests/fuzz/kolo_fuzz_seeds" "$KOLO_ROOT/tests/fuzz/corpus"
   kolo_log "seeds written to tests/fuzz/corpus ($(du -sh "$KOLO_ROOT/tests/fuzz/corpus" | cut -f1))"
   exit 0
 fi
@@ -63,7 +63,7 @@ harnesses=("$@")
 if ((${#harnesses[@]} == 0)); then
   for dir in "$KOLO_ROOT"/tests/fuzz/corpus/*/; do harnesses+=("$(basename "$dir")"); done
 fi
-summary="$KOLO_BUILD_DIR/fuzz-summary.jsonl"
+summary="$KOLO_TOOL_BUILD_DIR/fuzz-summary.jsonl"
 : >"$summary"
 failed=()
 # Any undefined behaviour or leak stops the run with a report; libFuzzer keeps the input.
@@ -72,10 +72,10 @@ failed=()
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export ASAN_OPTIONS="detect_leaks=1:quarantine_size_mb=64${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 for harness in "${harnesses[@]}"; do
-  binary="$KOLO_BUILD_DIR/tests/fuzz/$harness"
+  binary="$KOLO_TOOL_BUILD_DIR/tests/fuzz/$harness"
   seeds="$KOLO_ROOT/tests/fuzz/corpus/$harness"
   [[ -x "$binary" && -d "$seeds" ]] || kolo_die "no harness '$harness' (built: $binary; seeds: $seeds)"
-  work="$KOLO_BUILD_DIR/fuzz-runs/$harness"
+  work="$KOLO_TOOL_BUILD_DIR/fuzz-runs/$harness"
   rm -rf "$work"
   mkdir -p "$work/corpus" "$work/artifacts"
   cp "$seeds"/* "$work/corpus/"

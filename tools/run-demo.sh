@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # kolorun (launcher/) builds the mpirun command itself: root, oversubscription, binding.
 MAIN_TARGETS=(mnist kolorun)
 main_job() {
-  "$KOLO_BUILD_DIR/launcher/kolorun" -np 2 "$KOLO_BUILD_DIR/examples/mnist/mnist" "$@"
+  "$KOLO_TOOL_BUILD_DIR/launcher/kolorun" -np 2 "$KOLO_TOOL_BUILD_DIR/examples/mnist/mnist" "$@"
 }
 
 kolo_prepare "${MAIN_TARGETS[@]}"

@@ -15,9 +15,9 @@
 # not what they check). Open MPI is not built for TSan: its progress engine writes buffers
 # that another thread polls, so tools/sanitizers/tsan.supp suppresses Open MPI's own frames,
 # and nothing else.
-#   KOLO_BUILD_DIR   the jobs build in KOLO_BUILD_DIR-address and KOLO_BUILD_DIR-thread
+#   KOLO_TOOL_BUILD_DIR   the jobs build in KOLO_TOOL_BUILD_DIR-address and KOLO_TOOL_BUILD_DIR-thread
 #                    (default: <repo>/build-sanitize)
-#   KOLO_JOBS        parallel build jobs (default: number of cores)
+#   KOLO_TOOL_JOBS        parallel build jobs (default: number of cores)
 set -euo pipefail
 KOLO_ROOT_EARLY="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs=(address thread)
@@ -30,9 +30,9 @@ elif (($# > 0)); then
 fi
 name_filter="${1:-}"
 # Absolute: ctest runs each test in its own folder, where a relative log_path would go.
-build_prefix="$(realpath -m "${KOLO_BUILD_DIR:-$KOLO_ROOT_EARLY/build-sanitize}")"
-unset KOLO_BUILD_DIR
-KOLO_BUILD_TYPE=RelWithDebInfo  # optimised, with line numbers in the reports
+build_prefix="$(realpath -m "${KOLO_TOOL_BUILD_DIR:-$KOLO_ROOT_EARLY/build-sanitize}")"
+unset KOLO_TOOL_BUILD_DIR
+KOLO_TOOL_BUILD_TYPE=RelWithDebInfo  # optimised, with line numbers in the reports
 # shellcheck source=tools/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 kolo_install_packages
@@ -76,11 +76,11 @@ run_tests() {
   shift 2
   local tests count
   # (Called under ||, where set -e does not act: each failure is checked by hand.)
-  tests="$(select_tests "$KOLO_BUILD_DIR" "$labels" "$@")" ||
-    kolo_die "$job: could not list the tests of $KOLO_BUILD_DIR"
+  tests="$(select_tests "$KOLO_TOOL_BUILD_DIR" "$labels" "$@")" ||
+    kolo_die "$job: could not list the tests of $KOLO_TOOL_BUILD_DIR"
   if [[ -z "$tests" ]]; then
     [[ -n "$name_filter" ]] && { kolo_log "$job: no test of $* matches '$name_filter'"; return 0; }
-    kolo_die "$job: no test of $* found in $KOLO_BUILD_DIR"
+    kolo_die "$job: no test of $* found in $KOLO_TOOL_BUILD_DIR"
   fi
   count="$(tr "," "\n" <<<"${tests#0,0,1,}" | wc -l)"
   local -a env=()
@@ -95,8 +95,8 @@ run_tests() {
            "${no_aslr[@]}") ;;
   esac
   kolo_log "$job: $count tests of $* (labels $labels)"
-  env "${env[@]}" ctest --test-dir "$KOLO_BUILD_DIR" --output-on-failure -I "$tests" \
-    -j "$KOLO_JOBS" --timeout 600
+  env "${env[@]}" ctest --test-dir "$KOLO_TOOL_BUILD_DIR" --output-on-failure -I "$tests" \
+    -j "$KOLO_TOOL_JOBS" --timeout 600
 }
 
 # setarch -R: gcc 12's TSan cannot map its shadow memory under the address randomisation
@@ -110,11 +110,11 @@ no_aslr=(setarch "$(uname -m)" -R)
 # Runs job $1 (address or thread): builds, runs the tests, then looks for reports.
 run_job() {
   local job=$1 start=$SECONDS status=0
-  KOLO_BUILD_DIR="$build_prefix-$job"
-  KOLO_CMAKE_ARGS="-DKOLO_SANITIZE=$job -DKOLO_CUDA=OFF -DKOLO_ONEDNN=OFF -DKOLO_TORCH=OFF \
+  KOLO_TOOL_BUILD_DIR="$build_prefix-$job"
+  KOLO_TOOL_CMAKE_ARGS="-DKOLO_SANITIZE=$job -DKOLO_CUDA=OFF -DKOLO_ONEDNN=OFF -DKOLO_TORCH=OFF \
 -DKOLO_BUILD_EXAMPLES=OFF -DKOLO_BUILD_BENCHMARKS=OFF"
   kolo_build kolorun "${NO_MPI_PROGRAMS[@]}" "${MPI_PROGRAMS[@]}"
-  reports="$KOLO_BUILD_DIR/sanitizer-reports"
+  reports="$KOLO_TOOL_BUILD_DIR/sanitizer-reports"
   rm -rf "$reports"
   mkdir -p "$reports"
   if [[ "$job" == address ]]; then

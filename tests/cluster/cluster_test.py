@@ -136,7 +136,7 @@ def short_mnist(args):
 def slurm_env(args):
     env = dict(os.environ)
     env["SLURM_CONF"] = os.path.join(args.state, "slurm.conf")
-    env["KOLO_BUILD_DIR"] = args.build
+    env["KOLO_TOOL_BUILD_DIR"] = args.build
     return env
 
 
@@ -243,7 +243,7 @@ def main():
     parser.add_argument("case")
     parser.add_argument("--repo", required=True, help="the source tree (for tools/cluster)")
     parser.add_argument("--state", required=True, help="the cluster's state folder")
-    parser.add_argument("--build", default="", help="the build folder (KOLO_BUILD_DIR of the job scripts)")
+    parser.add_argument("--build", default="", help="the build folder (KOLO_TOOL_BUILD_DIR of the job scripts)")
     parser.add_argument("--work", default=".", help="a folder for job outputs")
     parser.add_argument("--script", default="", help="the job script for the sbatch case")
     parser.add_argument("--mnist", default="")

@@ -183,7 +183,7 @@ def descendants(pid):
 
 
 def netns_pids(state):
-    tag = open(os.path.join(state, "env.sh")).read().split("KOLO_NETNS_TAG=")[1].split()[0]
+    tag = open(os.path.join(state, "env.sh")).read().split("KOLO_TOOL_NETNS_TAG=")[1].split()[0]
     pids = set()
     for host in ("node0", "node1"):
         out = subprocess.run(["ip", "netns", "pids", f"{tag}-{host}"], stdout=subprocess.PIPE, text=True).stdout

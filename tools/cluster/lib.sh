@@ -12,7 +12,7 @@
 set -euo pipefail
 
 CLUSTER_SCRIPT="$(basename "$0")"
-CLUSTER_SKIP="${KOLO_CLUSTER_SKIP_CODE:-77}"
+CLUSTER_SKIP="${KOLO_TOOL_CLUSTER_SKIP_CODE:-77}"
 
 cluster_log() { printf '[%s] %s\n' "$CLUSTER_SCRIPT" "$*" >&2; }
 cluster_die() { printf '[%s] error: %s\n' "$CLUSTER_SCRIPT" "$*" >&2; exit 1; }

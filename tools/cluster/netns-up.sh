@@ -44,7 +44,7 @@ ip netns exec "$probe" unshare --uts true 2>/dev/null || { ip netns del "$probe"
 ip netns del "$probe"
 
 exists() { [[ -e "/run/netns/$1" ]]; }
-if [[ -f "$D/env.sh" ]] && grep -qx "KOLO_NETNS_HOSTS=$hosts" "$D/env.sh" && exists "${tag}-hub"; then
+if [[ -f "$D/env.sh" ]] && grep -qx "KOLO_TOOL_NETNS_HOSTS=$hosts" "$D/env.sh" && exists "${tag}-hub"; then
   up=1
   for ((i = 0; i < hosts; i++)); do exists "${tag}-node$i" || up=0; done
   ((up)) && { cluster_log "$hosts hosts already up ($D)"; exit 0; }
@@ -54,9 +54,9 @@ trap '(($? == 0)) || "$(dirname "$0")/netns-down.sh" "$D" >/dev/null 2>&1' EXIT
 mkdir -p "$D"
 # Written first so that netns-down.sh finds the names even if we fail half-way.
 cat >"$D/env.sh" <<ENV
-KOLO_NETNS_TAG=$tag
-KOLO_NETNS_HOSTS=$hosts
-KOLO_NETNS_SUBNET=$net.0/24
+KOLO_TOOL_NETNS_TAG=$tag
+KOLO_TOOL_NETNS_HOSTS=$hosts
+KOLO_TOOL_NETNS_SUBNET=$net.0/24
 ENV
 
 hub="${tag}-hub"
@@ -104,7 +104,7 @@ export OMPI_MCA_plm_rsh_agent="$D/rsh"
 export OMPI_MCA_orte_default_hostfile="$D/hostfile"
 export OMPI_MCA_oob_tcp_if_include=$net.0/24
 export OMPI_MCA_btl_tcp_if_include=$net.0/24
-export OMPI_MCA_btl="\${KOLO_NETNS_BTL:-tcp,self,vader}"
+export OMPI_MCA_btl="\${KOLO_TOOL_NETNS_BTL:-tcp,self,vader}"
 export OMPI_MCA_rmaps_base_oversubscribe=1
 if [ "\$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 exec "$D/on" node0 "\$@"

@@ -30,7 +30,7 @@ done
 [[ -z "$rate" || "$rate" =~ ^[0-9.]+[kmg]?bit$ ]] || cluster_die "--rate '$rate': expected e.g. 500mbit, 10gbit"
 
 hosts=()
-for ((i = 0; i < KOLO_NETNS_HOSTS; i++)); do hosts+=("${KOLO_NETNS_TAG}-node$i"); done
+for ((i = 0; i < KOLO_TOOL_NETNS_HOSTS; i++)); do hosts+=("${KOLO_TOOL_NETNS_TAG}-node$i"); done
 
 # The bucket holds about 1 ms of traffic but at least 128 KiB (two 64 KiB GSO packets):
 # a smaller one throttles far below the rate.
@@ -44,7 +44,7 @@ tbf() { echo tbf rate "$rate" burst "$(burst_bytes "$rate")" latency 20ms; }
 for ns in "${hosts[@]}"; do
   case $action in
     clear) tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true ;;
-    show) echo "${ns#"$KOLO_NETNS_TAG"-}: $(tc -n "$ns" qdisc show dev eth0 | head -n 2 | tr '\n' ' ')" ;;
+    show) echo "${ns#"$KOLO_TOOL_NETNS_TAG"-}: $(tc -n "$ns" qdisc show dev eth0 | head -n 2 | tr '\n' ' ')" ;;
     apply)
       tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
       if [[ -n "$delay" ]]; then

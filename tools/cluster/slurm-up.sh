@@ -65,9 +65,9 @@ on_node() { shift; "$@"; }                # on_node nodeI CMD...: slurmd of node
 node_addr() { echo 127.0.0.1; }
 if [[ -n "$NETNS" ]]; then
   [[ -f "$NETNS/env.sh" && -x "$NETNS/on" ]] || cluster_die "--netns $NETNS: no namespace hosts there (tools/cluster/netns-up.sh)"
-  ns_tag="$(sed -n 's/^KOLO_NETNS_TAG=//p' "$NETNS/env.sh")"
-  ns_hosts="$(sed -n 's/^KOLO_NETNS_HOSTS=//p' "$NETNS/env.sh")"
-  ns_net="$(sed -n 's/^KOLO_NETNS_SUBNET=//p' "$NETNS/env.sh")"; ns_net="${ns_net%.0/24}"
+  ns_tag="$(sed -n 's/^KOLO_TOOL_NETNS_TAG=//p' "$NETNS/env.sh")"
+  ns_hosts="$(sed -n 's/^KOLO_TOOL_NETNS_HOSTS=//p' "$NETNS/env.sh")"
+  ns_net="$(sed -n 's/^KOLO_TOOL_NETNS_SUBNET=//p' "$NETNS/env.sh")"; ns_net="${ns_net%.0/24}"
   [[ -e "/run/netns/${ns_tag}-hub" ]] || cluster_die "--netns $NETNS: its hub namespace ${ns_tag}-hub is gone"
   ((ns_hosts >= nodes)) || cluster_die "--netns $NETNS has $ns_hosts hosts, $nodes needed"
   mgmt_net=10.78.0

@@ -34,11 +34,12 @@ TEST_CASE("a plain environment, with kolo's tool variables and horovodrun's rank
                       {"OMPI_COMM_WORLD_RANK", "0"},
                       {"KOLO_FUSION_THRESHOLD", "1048576"},
                       {"HOROVOD_CYCLE_TIME", "2"},
-                      {"KOLO_BUILD_DIR", "/work/build"},
-                      {"KOLO_JOBS", "2"},
+                      {"KOLO_TOOL_BUILD_DIR", "/work/build"},
+                      {"KOLO_TOOL_JOBS", "2"},
                       {"KOLO_MPIRUN", "/tmp/netns/mpirun"},
-                      {"KOLO_TEST_TIMEOUT", "900"},
-                      {"KOLO_SKIP_PACKAGES", "1"},
+                      {"KOLO_TOOL_TEST_TIMEOUT", "900"},
+                      {"KOLO_TOOL_SKIP_PACKAGES", "1"},
+                      {"KOLO_TOOL_A_KNOB_NO_LIST_NAMES", "x"},  // the prefix alone keeps it quiet
                       {"HOROVOD_RANK", "1"},
                       {"HOROVOD_SIZE", "4"},
                       {"HOROVOD_LOCAL_RANK", "1"},
@@ -84,6 +85,11 @@ TEST_CASE("an unknown KOLO_ or HOROVOD_ name is ignored, with the nearest real n
         Lines{"HOROVOD_CYCLE_TIMES=3 is ignored: kolo has no such setting (did you mean HOROVOD_CYCLE_TIME?)"});
   CHECK(warnings_for({{"KOLO_BANANA", "yes"}}) ==
         Lines{"KOLO_BANANA=yes is ignored: kolo has no such setting (misspelled?)"});
+  // The tools' knobs carry KOLO_TOOL_; the runtime keeps no list of them, so a tool name
+  // without the prefix is an unknown setting like any other.
+  const Lines jobs = warnings_for({{"KOLO_JOBS", "2"}});
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].starts_with("KOLO_JOBS=2 is ignored: kolo has no such setting"));
 }
 
 TEST_CASE("GPU_OPERATIONS is ignored, and said so, only in a build without CUDA", "[ignored-settings]") {

@@ -242,7 +242,7 @@ TEST_CASE("timeline destructor completes the JSON array", "[timeline]") {
 // The file a real run wrote (see tests/runtime/timeline_writer.cc and
 // tests/runtime/CMakeLists.txt).
 TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "[.][timeline-file]") {
-  const char* path = std::getenv("KOLO_TEST_TIMELINE_FILE");
+  const char* path = std::getenv("KOLO_TOOL_TEST_TIMELINE_FILE");
   REQUIRE(path != nullptr);
   INFO("timeline file " << path);
   const json doc = read_json(path);
@@ -279,7 +279,7 @@ TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "
 
   // Small tensors: fused, with memcpy phases, and a FUSED event listing them, never more
   // bytes than the run's KOLO_FUSION_THRESHOLD.
-  const char* threshold_text = std::getenv("KOLO_TEST_FUSION_THRESHOLD");
+  const char* threshold_text = std::getenv("KOLO_TOOL_TEST_FUSION_THRESHOLD");
   const int64_t threshold = threshold_text ? std::atoll(threshold_text) : int64_t{64} << 20;
   std::set<std::string> fused_members;
   for (const json& e : doc) {
