@@ -135,7 +135,8 @@ Handle submit(Runtime& rt, EntryPtr entry) {
 // Members of a group are negotiated together: none runs before all are ready on every
 // rank. The group's key is its first member's name.
 std::vector<Handle> submit_group(Runtime& rt, std::vector<EntryPtr> entries) {
-  auto all_failed = [&](Status status) { return failed_group(entries.size(), std::move(status)); };
+  const std::size_t members = entries.size();  // entries is moved into the queue below
+  auto all_failed = [members](Status status) { return failed_group(members, std::move(status)); };
   for (EntryPtr& e : entries) {
     e->request.group = entries.front()->request.name;
     e->request.group_size = static_cast<int32_t>(entries.size());

@@ -35,7 +35,7 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, Config config, const Cloc
                  SetRole role)
     : transport_(std::move(transport)), control_(transport_->control()), clock_(clock),
       config_(std::move(config)), role_(std::move(role)), where_(where_of(role_)), timeline_(timeline),
-      queue_(clock), cache_(0) {
+      queue_(clock, where_), cache_(0) {
   if (role_.id == 0) {  // a process set's runtime is given the global set's agreed settings
     const Config own = config_;
     agree_on_settings(config_, control_);
@@ -219,9 +219,10 @@ EntryPtr Runtime::release(TensorEntry& entry) {
   return owned;
 }
 
-// The callers first, the bookkeeping after: a resubmitted name is only looked at by this
-// thread's next accept().
+// The names first (a caller may resubmit one the moment its handle is done), the callers
+// next, the tables after: a resubmitted name is only looked at by this thread's next accept().
 void Runtime::finish(const std::vector<TensorEntry*>& entries, const Status& status) {
+  queue_.forget(entries);
   for (TensorEntry* e : entries)
     if (e != nullptr) e->handle.mark_done(status);
   // Woken only once all are done: a caller waiting on them in turn then sleeps once.
@@ -248,13 +249,6 @@ void Runtime::accept(std::vector<EntryPtr>& entries) {
       slots.push_back(cache_.find(request.name));
       if (!slots.back() || !cacheable(request.type) || !(cache_.at(*slots.back()) == request)) all_hit = false;
     }
-    if (const std::string* clash = name_in_flight(entries, i, end, slots)) {
-      const std::string message = "kolo: tensor name '" + *clash +
-                                  "' is already in flight; wait for its handle before submitting it again";
-      for (std::size_t k = i; k < end; ++k) entries[k]->handle.complete(Status(StatusCode::InvalidArgument, message));
-      i = end;
-      continue;
-    }
     for (std::size_t k = i; k < end; ++k) {
       const std::optional<uint32_t> slot = slots[k - i];
       if (all_hit) {
@@ -272,21 +266,6 @@ void Runtime::accept(std::vector<EntryPtr>& entries) {
     }
     i = end;
   }
-}
-
-// The first name of entries[begin, end) that is already in flight, or null. `slots`: the
-// names' response-cache slots, if any.
-const std::string* Runtime::name_in_flight(const std::vector<EntryPtr>& entries, std::size_t begin,
-                                           std::size_t end,
-                                           const std::vector<std::optional<uint32_t>>& slots) const {
-  for (std::size_t k = begin; k < end; ++k) {
-    const std::string& name = entries[k]->request.name;
-    if (const auto slot = slots[k - begin]; slot && bit_entries_[*slot]) return &name;
-    if (!in_flight_.empty() && in_flight_.count(name)) return &name;
-    for (std::size_t j = begin; j < k; ++j)
-      if (entries[j]->request.name == name) return &name;
-  }
-  return nullptr;
 }
 
 void Runtime::set_waiting(uint32_t slot, bool waiting) {
@@ -539,6 +518,7 @@ void Runtime::run(const std::vector<Response>& responses,
 // ordered after this on kolo's stream), and the handles complete when `done` is reached.
 void Runtime::defer(const std::vector<TensorEntry*>& entries, std::shared_ptr<ops::Event> done) {
   std::vector<std::shared_ptr<detail::HandleState>> handles;
+  queue_.forget(entries);
   for (TensorEntry* e : entries) {
     if (e == nullptr) continue;
     EntryPtr entry = release(*e);

@@ -116,8 +116,6 @@ class Runtime {
   void defer(const std::vector<TensorEntry*>& entries, std::shared_ptr<ops::Event> done);
   void invalidate(uint32_t slot);
   void set_waiting(uint32_t slot, bool waiting);
-  const std::string* name_in_flight(const std::vector<EntryPtr>& entries, std::size_t begin, std::size_t end,
-                                    const std::vector<std::optional<uint32_t>>& slots) const;
   void watch_partial_slots(const std::vector<uint64_t>& partial_bits);
   void fail_everything(const Status& status);
   void apply_setting(uint64_t index);

@@ -7,23 +7,43 @@ namespace kolo {
 // Waking it per burst would cost a context switch in the middle of the burst, on the
 // core the submitting thread shares with it under mpirun's default binding.
 template <typename Add>
-Status TensorQueue::push_with(Add&& add) {
+Status TensorQueue::push_with(std::span<const EntryPtr> pushed, Add&& add) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_) return *closed_;
+  if (Status refused = claim_names(pushed); !refused.ok()) return refused;
   add();
   ++pushes_;
   caller_waiting_ = false;
   return Status::OK();
 }
 
+// Under mutex_: all the names, or none and why.
+Status TensorQueue::claim_names(std::span<const EntryPtr> pushed) {
+  for (std::size_t i = 0; i < pushed.size(); ++i) {
+    const std::string& name = pushed[i]->request.name;
+    if (!names_in_flight_.insert(&name)) {
+      for (std::size_t j = 0; j < i; ++j) names_in_flight_.erase(&pushed[j]->request.name);
+      return Status(StatusCode::InvalidArgument, "kolo: tensor name '" + name + "' is already in flight" + where_ +
+                                                     "; wait for its handle before submitting it again");
+    }
+  }
+  return Status::OK();
+}
+
 Status TensorQueue::push(EntryPtr entry) {
-  return push_with([&] { entries_.push_back(std::move(entry)); });
+  return push_with({&entry, 1}, [&] { entries_.push_back(std::move(entry)); });
 }
 
 Status TensorQueue::push(std::vector<EntryPtr> entries) {
-  return push_with([&] {
+  return push_with(entries, [&] {
     for (EntryPtr& e : entries) entries_.push_back(std::move(e));
   });
+}
+
+void TensorQueue::forget(const std::vector<TensorEntry*>& entries) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const TensorEntry* e : entries)
+    if (e != nullptr) names_in_flight_.erase(&e->request.name);
 }
 
 void TensorQueue::take_all(std::vector<EntryPtr>& into) {

@@ -2,6 +2,10 @@
 // request plus the caller's buffers and handle) under a mutex and never block on the
 // network; the background thread takes everything each cycle. Kept to a vector swap:
 // this is on the path of every tensor of every step.
+//
+// The queue also knows which names are in flight, from push until the background thread
+// forgets them, so that every API (C++, C, the bindings) refuses a name submitted again
+// while in flight at the call, in the caller's thread.
 #pragma once
 
 #include <chrono>
@@ -9,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +21,7 @@
 #include "handle_state.h"
 #include "kolo/kolo.h"
 #include "message.h"
+#include "names_in_flight.h"
 
 namespace kolo {
 
@@ -43,12 +49,18 @@ inline std::shared_ptr<detail::HandleState> handle_of(const EntryPtr& entry) {
 
 class TensorQueue {
  public:
-  // Its waits read `clock`, which must outlive it.
-  explicit TensorQueue(const Clock& clock) : clock_(clock) {}
+  // Its waits read `clock`, which must outlive it. `where` ends the in-flight error's
+  // first clause (" in process set 2 (ranks 0, 1)"; empty for the global set).
+  explicit TensorQueue(const Clock& clock, std::string where = {}) : clock_(clock), where_(std::move(where)) {}
 
-  // Fails, with the reason given to close(), once the queue is closed.
+  // Fails, with the reason given to close(), once the queue is closed; with
+  // InvalidArgument, pushing nothing, when a name is in flight or repeats within `entries`.
   Status push(EntryPtr entry);
   Status push(std::vector<EntryPtr> entries);  // kept together (a group)
+  // The entries' names are free again (null entries are skipped). Called by the background
+  // thread before their handles complete: a caller that sees its handle done may submit
+  // the name again at once.
+  void forget(const std::vector<TensorEntry*>& entries);
   // Moves everything queued into `into` (cleared first). The two vectors trade buffers,
   // so neither side reallocates in a steady loop.
   void take_all(std::vector<EntryPtr>& into);
@@ -66,7 +78,8 @@ class TensorQueue {
 
  private:
   template <typename Add>
-  Status push_with(Add&& add);
+  Status push_with(std::span<const EntryPtr> pushed, Add&& add);
+  Status claim_names(std::span<const EntryPtr> pushed);
   void settle(std::unique_lock<std::mutex>& lock);
 
   const Clock& clock_;
@@ -79,6 +92,8 @@ class TensorQueue {
   bool caller_waiting_ = false;  // a caller has waited on a handle since the last push
   std::optional<Status> closed_;
   uint64_t pushes_ = 0;
+  const std::string where_;
+  NamesInFlight names_in_flight_;
 };
 
 }  // namespace kolo

@@ -20,13 +20,12 @@ std::string member_name(const std::string& name, std::size_t i) {
 // Out of place: kolo reads the input and writes a new tensor of its shape.
 Handle allreduce_into_new(const at::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
   Prepared in = prepare(tensor, "allreduce", name);
-  detail::check_not_in_flight(options.process_set, {name});
   at::Tensor out = at::empty_like(in.contiguous, at::MemoryFormat::Contiguous);
   TensorView out_view = in.view;
   out_view.data = out.data_ptr();
   kolo::Handle op = kolo::allreduce_async(name, in.view, out_view, options);
   in.copy_back_to.reset();  // the caller's tensor is not written
-  return wrap(std::move(op), Result::Written, std::move(in), out, options.process_set, name);
+  return wrap(std::move(op), Result::Written, std::move(in), out);
 }
 
 std::vector<Handle> grouped_allreduce(const std::vector<at::Tensor>& tensors, const std::string& name,
@@ -46,12 +45,11 @@ std::vector<Handle> grouped_allreduce(const std::vector<at::Tensor>& tensors, co
     inputs.push_back(std::move(in));
     outputs.push_back(std::move(out));
   }
-  detail::check_not_in_flight(options.process_set, names);
   std::vector<kolo::Handle> ops = kolo::grouped_allreduce_async(names, in_views, out_views, options);
   std::vector<Handle> handles;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     handles.push_back(
-        wrap(std::move(ops[i]), Result::Written, std::move(inputs[i]), outputs[i], options.process_set, names[i]));
+        wrap(std::move(ops[i]), Result::Written, std::move(inputs[i]), outputs[i]));
   }
   return handles;
 }
@@ -68,11 +66,10 @@ std::vector<Handle> grouped_produced(const std::vector<at::Tensor>& tensors, con
     inputs.push_back(prepare(tensors[i], op, names.back()));
     views.push_back(inputs.back().view);
   }
-  detail::check_not_in_flight(set, names);
   std::vector<kolo::Handle> ops = submit(names, views);
   std::vector<Handle> handles;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    handles.push_back(wrap(std::move(ops[i]), Result::Produced, std::move(inputs[i]), {}, set, names[i]));
+    handles.push_back(wrap(std::move(ops[i]), Result::Produced, std::move(inputs[i]), {}));
   }
   return handles;
 }
@@ -85,10 +82,9 @@ Handle allreduce_async(const at::Tensor& tensor, const std::string& name, const 
 
 Handle allreduce_async_(const at::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
   Prepared inout = prepare(tensor, "allreduce", name);
-  detail::check_not_in_flight(options.process_set, {name});
   kolo::Handle op = kolo::allreduce_async(name, inout.view, options);
   at::Tensor written = inout.contiguous;
-  return wrap(std::move(op), Result::Written, std::move(inout), written, options.process_set, name);
+  return wrap(std::move(op), Result::Written, std::move(inout), written);
 }
 
 at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
@@ -107,9 +103,8 @@ std::vector<Handle> grouped_allreduce_async_(const std::vector<at::Tensor>& tens
 
 Handle allgather_async(const at::Tensor& tensor, const std::string& name, const ProcessSet& set) {
   Prepared in = prepare(tensor, "allgather", name);
-  detail::check_not_in_flight(set, {name});
   kolo::Handle op = kolo::allgather_async(name, in.view, set);
-  return wrap(std::move(op), Result::Produced, std::move(in), {}, set, name);
+  return wrap(std::move(op), Result::Produced, std::move(in), {});
 }
 
 std::vector<Handle> grouped_allgather_async(const std::vector<at::Tensor>& tensors, const std::string& name,
@@ -125,25 +120,22 @@ Handle broadcast_async(const at::Tensor& tensor, int root, const std::string& na
 
 Handle broadcast_async_(const at::Tensor& tensor, int root, const std::string& name, const ProcessSet& set) {
   Prepared buffer = prepare(tensor, "broadcast", name);
-  detail::check_not_in_flight(set, {name});
   kolo::Handle op = kolo::broadcast_async(name, buffer.view, root, set);
   at::Tensor written = buffer.contiguous;
-  return wrap(std::move(op), Result::Written, std::move(buffer), written, set, name);
+  return wrap(std::move(op), Result::Written, std::move(buffer), written);
 }
 
 Handle alltoall_async(const at::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name,
                       const ProcessSet& set) {
   Prepared in = prepare(tensor, "alltoall", name);
-  detail::check_not_in_flight(set, {name});
   kolo::Handle op = kolo::alltoall_async(name, in.view, splits, set);
-  return wrap(std::move(op), Result::Produced, std::move(in), {}, set, name);
+  return wrap(std::move(op), Result::Produced, std::move(in), {});
 }
 
 Handle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReducescatterOptions& options) {
   Prepared in = prepare(tensor, "reducescatter", name);
-  detail::check_not_in_flight(options.process_set, {name});
   kolo::Handle op = kolo::reducescatter_async(name, in.view, options);
-  return wrap(std::move(op), Result::Produced, std::move(in), {}, options.process_set, name);
+  return wrap(std::move(op), Result::Produced, std::move(in), {});
 }
 
 std::vector<Handle> grouped_reducescatter_async(const std::vector<at::Tensor>& tensors, const std::string& name,

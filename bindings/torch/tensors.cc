@@ -82,61 +82,9 @@ struct Handle::State {
   at::Tensor result;
 };
 
-namespace {
-
-// The named operations submitted through this adapter, per process set, while they may be in
-// flight. Weak: a handle the caller has let go of no longer holds its name.
-class NamesInFlight {
- public:
-  void check(int set, const std::vector<std::string>& names) {
-    std::lock_guard lock(mutex_);
-    for (const std::string& name : names) {
-      auto it = name.empty() ? ops_.end() : ops_.find({set, name});
-      if (it == ops_.end()) continue;
-      if (std::shared_ptr<Handle::State> state = it->second.lock(); state && !state->op.ready()) {
-        throw Error(StatusCode::InvalidArgument,
-                    "kolo: tensor name '" + name + "' is already in flight" +
-                        (set == 0 ? std::string() : " in process set " + std::to_string(set)) +
-                        "; wait for its handle before submitting it again");
-      }
-      ops_.erase(it);
-    }
-  }
-
-  void add(int set, const std::string& name, const std::shared_ptr<Handle::State>& state) {
-    if (name.empty()) return;
-    std::lock_guard lock(mutex_);
-    ops_[{set, name}] = state;
-    if (ops_.size() > 2 * size_after_sweep_ + 64) {  // names used once must not pile up
-      std::erase_if(ops_, [](const auto& entry) {
-        std::shared_ptr<Handle::State> s = entry.second.lock();
-        return !s || s->op.ready();
-      });
-      size_after_sweep_ = ops_.size();
-    }
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::pair<int, std::string>, std::weak_ptr<Handle::State>> ops_;
-  std::size_t size_after_sweep_ = 0;
-};
-
-NamesInFlight& names_in_flight() {
-  static NamesInFlight* names = new NamesInFlight;  // never destroyed: used until the process ends
-  return *names;
-}
-
-}  // namespace
-
 namespace detail {
 
-void check_not_in_flight(const ProcessSet& set, const std::vector<std::string>& names) {
-  names_in_flight().check(set.id(), names);
-}
-
-Handle wrap(kolo::Handle op, Result kind, Prepared input, at::Tensor written, const ProcessSet& set,
-            const std::string& name) {
+Handle wrap(kolo::Handle op, Result kind, Prepared input, at::Tensor written) {
   if (op.ready()) {
     Status early = op.wait();
     if (early.code() == StatusCode::InvalidArgument) throw Error(early.code(), early.message());
@@ -146,7 +94,6 @@ Handle wrap(kolo::Handle op, Result kind, Prepared input, at::Tensor written, co
   state->kind = kind;
   state->input = std::move(input);
   state->written = std::move(written);
-  names_in_flight().add(set.id(), name, state);
   return Handle(std::move(state));
 }
 

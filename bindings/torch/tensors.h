@@ -28,16 +28,9 @@ struct Prepared {
 // Checks `tensor` for `op` (its dtype and device) and returns its contiguous form.
 Prepared prepare(const at::Tensor& tensor, const char* op, const std::string& name);
 
-// Throws InvalidArgument if one of `names` (of process set `set`) is still in flight from an
-// earlier call through this adapter. kolo itself finds a name submitted twice only when its
-// background thread takes the second, a cycle later; this makes it an error of the call.
-void check_not_in_flight(const ProcessSet& set, const std::vector<std::string>& names);
-
-// Wraps a submitted kolo handle, the operation `name` of `set` (in flight until it is done).
-// Throws the handle's error at once when kolo rejected the call on this rank
-// (InvalidArgument: a bad root, ...).
-Handle wrap(kolo::Handle op, Result kind, Prepared tensor, at::Tensor written, const ProcessSet& set,
-            const std::string& name);
+// Wraps a submitted kolo handle. Throws the handle's error at once when kolo rejected the
+// call on this rank (InvalidArgument: a bad root, a name still in flight, ...).
+Handle wrap(kolo::Handle op, Result kind, Prepared tensor, at::Tensor written);
 
 // Waits for every handle, also after one has failed (a handle let go of early would free
 // the copies kolo may still be writing), then rethrows the first failure: `earlier`, if

@@ -151,6 +151,40 @@ TEST_CASE("C API allgather, alltoall and reducescatter results via kolo_wait_out
 
 TEST_CASE("C API barrier returns 0", "[c_api]") { CHECK(kolo_barrier() == 0); }
 
+TEST_CASE("C API refuses a name still in flight at once, and the first operation goes on", "[c_api][errors]") {
+  if (size() < 2) {
+    WARN("skipped: needs at least 2 ranks");
+    return;
+  }
+  // Rank r's own name cannot complete before the other ranks submit it, which they do
+  // only after every rank has tried the duplicate.
+  const std::string own = "c/inflight/" + std::to_string(rank());
+  std::vector<float> first(3, 1.0f), second(3, -1.0f);
+  const int64_t shape[1] = {3};
+  const kolo_handle h1 =
+      kolo_allreduce_async(own.c_str(), first.data(), first.data(), KOLO_FLOAT32, 1, shape, KOLO_SUM, 1, 1, -1);
+  REQUIRE(h1 >= 0);
+  const kolo_handle h2 =
+      kolo_allreduce_async(own.c_str(), second.data(), second.data(), KOLO_FLOAT32, 1, shape, KOLO_SUM, 1, 1, -1);
+  CHECK(h2 == KOLO_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(kolo_error_message()), Contains(own) && Contains("already in flight"));
+  CHECK(second == std::vector<float>(3, -1.0f));
+  world_barrier();
+  std::vector<std::vector<float>> theirs(size(), std::vector<float>(3, 1.0f));
+  std::vector<kolo_handle> handles(size(), -1);
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank()) continue;
+    const std::string name = "c/inflight/" + std::to_string(r);
+    handles[r] = kolo_allreduce_async(name.c_str(), theirs[r].data(), theirs[r].data(), KOLO_FLOAT32, 1, shape, KOLO_SUM,
+                                      1, 1, -1);
+  }
+  CHECK(kolo_wait(h1) == KOLO_OK);
+  CHECK(first == std::vector<float>(3, float(size())));
+  for (int r = 0; r < size(); ++r)
+    if (r != rank()) CHECK(kolo_wait(handles[r]) == KOLO_OK);
+}
+
+
 TEST_CASE("C API rejects bad arguments at once with KOLO_INVALID_ARGUMENT and a message", "[c_api][errors]") {
   std::vector<float> buf(4);
   const int64_t shape[1] = {4};

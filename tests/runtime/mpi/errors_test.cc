@@ -29,6 +29,7 @@ TEST_CASE("submitting a name that is still in flight is an error", "[errors][inf
   std::vector<float> first(3, float(rank())), second(3, -1.0f);
   kolo::Handle h1 = kolo::allreduce_async(own, kolo::view(first), {ReduceOp::Sum});
   kolo::Handle h2 = kolo::allreduce_async(own, kolo::view(second), {ReduceOp::Sum});
+  CHECK(h2.ready());  // refused in the call, not a cycle later
   const kolo::Status s = finish(h2);
   INFO(s.message());
   CHECK(s.code() == kolo::StatusCode::InvalidArgument);
