@@ -154,7 +154,8 @@ def variants(a, args):
              Variant("PyTorch alone", plain, plain, copies=2, env=python_path)]
     if a.horovod:
         horovod = ["/usr/bin/python3", horovod_script(), *args]
-        horovod_path = {"PYTHONPATH": a.horovod}
+        # The temporary copy imports mnist_convnet from the example's folder, as the original does.
+        horovod_path = {"PYTHONPATH": os.pathsep.join([a.horovod, os.path.join(ROOT, "examples", "pytorch")])}
         every += [Variant("horovod.torch", python_job(1, YIELD, horovod), python_job(2, YIELD, horovod), env=horovod_path),
                   Variant("horovod.torch, MPI spins", python_job(1, [], horovod), python_job(2, [], horovod),
                           env=horovod_path)]

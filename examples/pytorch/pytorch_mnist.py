@@ -21,13 +21,13 @@ import time
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 import torch.utils.data
 import torch.utils.data.distributed
 
 import kolo.torch as hvd
+from mnist_convnet import MnistConvNet  # kolo's MNIST net, next to this file
 
 # Training settings
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -56,21 +56,6 @@ parser.add_argument("--test-limit", type=int, default=0, help="use the first N t
 
 # Fashion-MNIST's pixel mean and standard deviation over the training set (pixels in [0, 1]).
 MEAN, STD = 0.2860, 0.3530
-
-
-class Net(nn.Module):
-    """kolo's MNIST net (kolo::models::mnist_convnet)."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 5)
-        self.conv2 = nn.Conv2d(32, 64, 5)
-        self.fc = nn.Linear(1024, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return F.log_softmax(self.fc(torch.flatten(x, 1)), dim=1)
 
 
 def read_idx(folder, name):
@@ -106,7 +91,7 @@ def train(args):
             adjust_learning_rate(epoch, batch_idx)
             optimizer.zero_grad()
             output = model(data)
-            loss = F.nll_loss(output, target)
+            loss = F.cross_entropy(output, target)
             loss.backward()
             optimizer.step()
             if batch_idx % args.log_interval == 0 and hvd.rank() == 0:
@@ -141,7 +126,7 @@ def train(args):
             for data, target in test_loader:
                 output = model(data)
                 # sum up batch loss
-                test_loss += F.nll_loss(output, target, reduction="sum").item()
+                test_loss += F.cross_entropy(output, target, reduction="sum").item()
                 # get the index of the max log-probability
                 pred = output.max(1, keepdim=True)[1]
                 test_accuracy += pred.eq(target.view_as(pred)).float().sum().item()
@@ -186,7 +171,7 @@ def train(args):
         test_dataset, num_replicas=hvd.size(), rank=hvd.rank(), shuffle=False)
     test_loader = torch.utils.data.DataLoader(test_dataset, batch_size=args.test_batch_size, sampler=test_sampler)
 
-    model = Net()
+    model = MnistConvNet()
 
     # By default, Adasum doesn't need scaling up learning rate; nor does a global batch
     # split across the ranks.

@@ -16,12 +16,12 @@ import timeit
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 from torchvision import models
 
 import kolo.torch as hvd
+from mnist_convnet import MnistConvNet  # kolo's MNIST net, next to this file
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--model", default="resnet50", help="a torchvision model, or mnist_convnet")
@@ -40,21 +40,6 @@ args = parser.parse_args()
 mnist = args.model == "mnist_convnet"
 args.image_size = args.image_size or (28 if mnist else 224)
 args.classes = args.classes or (10 if mnist else 1000)
-
-
-class MnistConvNet(nn.Module):
-    """kolo's MNIST net (kolo::models::mnist_convnet, tests/parity/export_fixtures.py)."""
-
-    def __init__(self, classes):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 5)
-        self.conv2 = nn.Conv2d(32, 64, 5)
-        self.fc = nn.Linear(1024, classes)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc(torch.flatten(x, 1))
 
 
 def cpu_seconds():

@@ -8,7 +8,7 @@ gradients kolo allreduces) and its forward FLOPs for one image.
 The nets are torchvision's (Debian's python3-torchvision), built and run once on one
 image with forward hooks; FLOPs are counted as 2 per multiply-add for convolutions and
 linear layers, and 2 per output element for the rest (batch norm and the like). The
-MNIST net is kolo's (models/, examples/pytorch/pytorch_mnist.py).
+MNIST net is kolo's (models/; its PyTorch definition is examples/pytorch/mnist_convnet.py).
 """
 import argparse
 import json
@@ -19,21 +19,9 @@ import torch
 import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-class MnistConvNet(nn.Module):
-    """kolo's MNIST net: conv 5x5 (32), pool, conv 5x5 (64), pool, linear 1024 -> 10."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 5)
-        self.conv2 = nn.Conv2d(32, 64, 5)
-        self.fc = nn.Linear(1024, 10)
-
-    def forward(self, x):
-        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
-        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
-        return self.fc(torch.flatten(x, 1))
+# The MNIST net's one PyTorch definition (examples/pytorch/mnist_convnet.py).
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
+from mnist_convnet import MnistConvNet  # noqa: E402
 
 
 def torchvision_model(name):

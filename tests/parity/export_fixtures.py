@@ -33,6 +33,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# The MNIST net's one PyTorch definition (examples/pytorch/mnist_convnet.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "pytorch"))
+from mnist_convnet import MnistConvNet  # noqa: E402
+
 MASK64 = (1 << 64) - 1
 
 
@@ -82,19 +86,6 @@ def param_values(seed, name, shape):
 
 
 # ---- the nets, with torchvision's layout and names ----------------------------------------
-
-class MnistConvNet(nn.Module):
-    def __init__(self, classes):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 5)
-        self.conv2 = nn.Conv2d(32, 64, 5)
-        self.fc = nn.Linear(1024, classes)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc(torch.flatten(x, 1))
-
 
 class BasicBlock(nn.Module):
     expansion = 1
