@@ -1,7 +1,10 @@
 // kolo::torch::DistributedOptimizer: horovod.torch's DistributedOptimizer in C++. A post
 // hook on each parameter's gradient accumulator submits the gradient to kolo as soon as
 // backward has accumulated it; synchronize() submits what backward did not produce and
-// waits; step() steps the wrapped optimizer on the reduced gradients.
+// waits; step() steps the wrapped optimizer on the reduced gradients. With op Adasum on
+// more than one rank, as horovod.torch's Adasum optimizer, step() steps each rank on its
+// own gradients and combines the ranks' parameter changes instead (docs/distributed.md,
+// "One contract").
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -45,6 +48,8 @@ AllreduceOptions reduce_options(const DistributedOptimizerOptions& o) {
   if (f != 1.0 && o.op != ReduceOp::Average) {
     invalid(std::string("gradient_predivide_factor ") + std::to_string(f) + " needs op average, not " + op_name(o.op));
   }
+  if (o.op == ReduceOp::Adasum && o.process_set.id() != 0 && kolo::size() > 1)
+    invalid("op adasum combines updates over the global process set only (as Horovod's)");
   AllreduceOptions r;
   r.op = o.op;
   // Horovod's split of the average: 1/f before the sum, f/size after it (kolo's average
@@ -138,11 +143,54 @@ struct DistributedOptimizer::Impl {
     std::lock_guard lock(mutex);
     Slot& s = slots[i];
     s.touched = true;
-    if (--s.passes_left == 0) submit(s);
+    if (--s.passes_left == 0 && !combines_changes()) submit(s);
+  }
+
+  // Adasum over more than one rank combines parameter changes at step(), not gradients.
+  bool combines_changes() const { return options.op == ReduceOp::Adasum && kolo::size() > 1; }
+
+  void end_passes() {
+    std::lock_guard lock(mutex);
+    for (Slot& s : slots) {
+      s.passes_left = options.backward_passes_per_step;
+      s.touched = false;
+    }
+  }
+
+  // Each rank steps on its own gradients (a parameter backward never reached, on zeros, as
+  // horovod.torch); each parameter's change is combined across the ranks with Adasum and
+  // added to where it started, also when the combination fails.
+  void step_combining_changes() {
+    end_passes();
+    ::torch::NoGradGuard no_grad;
+    std::vector<at::Tensor> starts;
+    for (Slot& s : slots) {
+      if (!s.param.grad().defined()) s.param.mutable_grad() = at::zeros_like(s.param, at::MemoryFormat::Contiguous);
+      starts.push_back(s.param.detach().clone());
+    }
+    optimizer.step();
+    std::vector<Handle> pending;
+    std::exception_ptr error;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      at::Tensor change = slots[i].param.detach().sub_(starts[i]);
+      try {
+        pending.push_back(allreduce_async_(change, slots[i].name, reduce));
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    }
+    try {
+      detail::wait_all(pending, error);
+    } catch (...) {
+      for (std::size_t i = 0; i < slots.size(); ++i) slots[i].param.detach().add_(starts[i]);
+      throw;
+    }
+    for (std::size_t i = 0; i < slots.size(); ++i) slots[i].param.detach().add_(starts[i]);
   }
 
   void synchronize() {
-    if (!reduce.process_set.included()) {
+    if (!reduce.process_set.included() || combines_changes()) {  // Adasum: nothing travels before step()
+      end_passes();
       synchronized = true;
       return;
     }
@@ -227,6 +275,11 @@ DistributedOptimizer::~DistributedOptimizer() {
 void DistributedOptimizer::synchronize() { impl_->synchronize(); }
 
 void DistributedOptimizer::step() {
+  if (impl_->combines_changes()) {
+    impl_->step_combining_changes();
+    impl_->synchronized = false;
+    return;
+  }
   if (!impl_->synchronized) impl_->synchronize();
   impl_->synchronized = false;
   impl_->optimizer.step();

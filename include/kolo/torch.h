@@ -103,7 +103,9 @@ struct DistributedOptimizerOptions {
   // Gradients are accumulated locally over this many backward passes, then reduced once.
   // As in Horovod, the passes' gradients add up: they are not divided by the count.
   int backward_passes_per_step = 1;
-  // Or Sum, or Adasum (of the gradients, with kolo's Adasum conditions: docs/adasum.md).
+  // Or Sum, or Adasum: as horovod.torch, each rank then steps on its own gradients and the
+  // ranks' parameter changes are combined with Adasum (global process set only; kolo's
+  // Adasum conditions, docs/adasum.md).
   ReduceOp op = ReduceOp::Average;
   // Average only: gradients are divided by this before the sum and multiplied by
   // factor / size after it (Horovod's gradient_predivide_factor).

@@ -4,15 +4,19 @@
 // step() submits whatever the hook did not see, waits, and updates. Float16 compression is
 // the runtime's (AllreduceOptions::compression): it casts in its fusion buffer, on any device.
 //
-// Scaling, as Horovod does it (n = backward passes per step, f = predivide factor):
-//   Average: op Average, prescale 1/n                  -> Σ_r g_r / (n·size)
-//            with f != 1: op Sum, prescale 1/(f·n), postscale f/size (same value)
-//   Sum:     op Sum, prescale 1/n                      -> Σ_r g_r / n
+// The contract is horovod.torch's, the same as kolo::torch's and kolo.torch's
+// (docs/distributed.md, "One contract"): with n backward passes per step the passes'
+// gradients add up (not divided by n); f = gradient_predivide_factor:
+//   Average: op Average, prescale 1/f, postscale f      -> Σ_r g_r / size
+//   Sum:     op Sum                                      -> Σ_r g_r
+//   Adasum:  each rank steps on its own gradients, and the ranks' parameter changes are
+//            combined with Adasum (on one rank: the plain step).
 #include <cmath>
 #include <unordered_map>
 
 #include "kolo/models.h"
 #include "models/distributed/handles.h"
+#include "models/kernels.h"
 
 namespace kolo::models {
 namespace {
@@ -22,8 +26,8 @@ namespace {
 }
 
 void check_options(const DistributedOptions& o) {
-  if (o.op != ReduceOp::Average && o.op != ReduceOp::Sum)
-    invalid(std::string("op must be average or sum, got ") + op_name(o.op));
+  if (o.op != ReduceOp::Average && o.op != ReduceOp::Sum && o.op != ReduceOp::Adasum)
+    invalid(std::string("op must be average, sum or adasum, got ") + op_name(o.op));
   const double f = o.gradient_predivide_factor;
   if (!(f > 0) || !std::isfinite(f))
     invalid("gradient_predivide_factor must be positive and finite, got " + std::to_string(f));
@@ -57,18 +61,19 @@ struct DistributedOptimizer::Impl {
   bool synchronized = false;  // synchronize() has run for this step
 
   AllreduceOptions reduce_options() const {
-    const double passes = pass + 1;  // the accumulated sum covers this pass and those before
-    const double f = options.gradient_predivide_factor;
-    if (options.op == ReduceOp::Average && f != 1.0) return {ReduceOp::Sum, 1.0 / (f * passes), f / size()};
-    return {options.op, 1.0 / passes, 1.0};
+    const double f = options.gradient_predivide_factor;  // 1 unless op Average
+    AllreduceOptions reduce{options.op, 1.0 / f, f};
+    if (options.compression == Compression::FP16) reduce.compression = kolo::Compression::FP16;
+    return reduce;
   }
+
+  // Adasum over more than one rank combines parameter changes at step(), not gradients.
+  bool combines_changes() const { return options.op == ReduceOp::Adasum && size() > 1; }
 
   void submit(Slot& s) {
     Tensor& grad = s.param->grad;
     const std::string name = options.name_prefix + s.param->name;
-    AllreduceOptions reduce = reduce_options();
-    if (options.compression == Compression::FP16) reduce.compression = kolo::Compression::FP16;
-    s.handle = allreduce_async(name, grad.view(), reduce);
+    s.handle = allreduce_async(name, grad.view(), reduce_options());
     s.submitted = true;
   }
 
@@ -82,17 +87,44 @@ struct DistributedOptimizer::Impl {
               "' was produced twice in one pass; call step() after each backward pass (with "
               "backward_passes_per_step > 1, every step() call counts one pass)");
     s.announced = true;
-    if (pass + 1 == options.backward_passes_per_step) submit(s);
+    if (pass + 1 == options.backward_passes_per_step && !combines_changes()) submit(s);
   }
 
   // Submits what is missing and waits for everything.
   Status finish() {
+    if (combines_changes()) return Status::OK();  // nothing travels before step()
     std::vector<Handle> handles;
     for (Slot& s : slots) {
       if (!s.submitted) submit(s);
       handles.push_back(s.handle);
     }
     return distributed_detail::wait_all(handles);
+  }
+
+  // Horovod's Adasum optimizer: each rank steps on its own gradients, then the ranks'
+  // changes to each parameter are combined with Adasum and added to where it started.
+  void step_combining_changes(Optimizer& optimizer) {
+    std::vector<Tensor> minus_start;  // -value before the step: the change is value + this
+    for (Slot& s : slots) {
+      minus_start.push_back(s.param->value.clone());
+      Tensor& m = minus_start.back();
+      kernels(m.device()).scale(m.numel(), m.data(), -1.0f);
+    }
+    optimizer.step();
+    std::vector<Handle> handles;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      Tensor& value = slots[i].param->value;
+      kernels(value.device()).add_into(value.numel(), value.data(), minus_start[i].data());
+      handles.push_back(allreduce_async(options.name_prefix + slots[i].param->name, value.view(), reduce_options()));
+    }
+    const Status status = distributed_detail::wait_all(handles);
+    for (std::size_t i = 0; i < slots.size(); ++i) {  // a parameter again, also after a failure
+      Tensor& value = slots[i].param->value;
+      kernels(value.device()).scale(value.numel(), minus_start[i].data(), -1.0f);
+      kernels(value.device()).add_into(value.numel(), value.data(), minus_start[i].data());
+    }
+    if (!status.ok())
+      throw Error(status.code(), "kolo: DistributedOptimizer: combining the updates with Adasum failed: " + status.message());
   }
 
   void end_pass() {
@@ -148,7 +180,8 @@ bool DistributedOptimizer::step() {
   }
   synchronize();
   d.end_step();  // before the update: an optimizer that throws must not leave this step open
-  optimizer_.step();
+  if (d.combines_changes()) d.step_combining_changes(optimizer_);
+  else optimizer_.step();
   return true;
 }
 

@@ -2,6 +2,7 @@
 // copy of the net, what one process would do with the whole global batch, and checks that
 // the distributed run (each rank on its share) lands on the same parameters.
 #include "dist_util.h"
+#include "support/adasum_reference.h"
 
 using namespace kolo_dist_test;
 using kolo_test::rank;
@@ -31,12 +32,14 @@ TEST_CASE("DistributedOptimizer: steps at np ranks of batch B equal local steps 
   }
 }
 
-TEST_CASE("DistributedOptimizer: two accumulated passes of B equal one step on the batch of 2B per rank",
+// As in Horovod, the passes' gradients add up: two passes of B, each a mean over B, give twice
+// the mean gradient over the 2B rows.
+TEST_CASE("DistributedOptimizer: two accumulated passes of B add up: one step at twice the rate on the batch of 2B",
           "[distributed][optimizer]") {
   const Dataset& data = mnist_data();
   const int64_t global = 2 * kBatch * size();  // rows per step: two passes of every rank
   auto net = seeded_mnist(3), reference = seeded_mnist(3);
-  SGD sgd(net->parameters(), {.lr = 0.1}), reference_sgd(reference->parameters(), {.lr = 0.1});
+  SGD sgd(net->parameters(), {.lr = 0.1}), reference_sgd(reference->parameters(), {.lr = 0.2});
   DistributedOptimizer opt(sgd, *net, {.backward_passes_per_step = 2});
   for (int64_t step = 0; step < 2; ++step) {
     copy_parameter_values(*net, *reference);
@@ -102,7 +105,7 @@ void check_fp16_close_to_fp32(DistributedOptions options, int passes, uint64_t s
   opt_exact.synchronize();
   opt_compressed.synchronize();
 
-  // Σ_r |g_r| per element (g_r: rank r's gradient, averaged over its passes), from every
+  // Σ_r |g_r| per element (g_r: rank r's gradient, summed over its passes), from every
   // rank's passes computed here: what the rounding bound scales with.
   std::vector<std::vector<double>> abs_sum;
   for (Parameter* p : local->parameters()) abs_sum.emplace_back(p->grad.numel(), 0.0);
@@ -111,7 +114,7 @@ void check_fp16_close_to_fp32(DistributedOptions options, int passes, uint64_t s
     for (int pass = 0; pass < passes; ++pass) train_pass(*local, data, pass_rows(r, pass), kBatch);
     for (std::size_t k = 0; k < abs_sum.size(); ++k)
       for (int64_t i = 0; i < local->parameters()[k]->grad.numel(); ++i)
-        abs_sum[k][i] += std::fabs(double(local->parameters()[k]->grad[i])) / passes;
+        abs_sum[k][i] += std::fabs(double(local->parameters()[k]->grad[i]));
   }
   // Each rank's value and each partial sum round once to float16 (relative 2^-11, or 2^-25
   // absolute below float16's normal range, times what the predivide factor undoes after the
@@ -139,11 +142,69 @@ void check_fp16_close_to_fp32(DistributedOptions options, int passes, uint64_t s
 
 }  // namespace
 
+// Horovod's Adasum optimizer: each rank steps on its own gradients; the ranks' parameter
+// changes, not their gradients, are combined (the reference: adasum_reference.h's tree over
+// every rank's local step, computed here), and added to where the parameters started.
+TEST_CASE("DistributedOptimizer: op Adasum combines the ranks' parameter changes", "[distributed][optimizer][adasum]") {
+  if ((size() & (size() - 1)) != 0) {
+    WARN("skipped: Adasum needs a power-of-two number of ranks");
+    return;
+  }
+  const Dataset& data = mnist_data();
+  auto net = seeded_mnist(11), local = seeded_mnist(11);
+  const SgdOptions sgd_options{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3};
+  SGD sgd(net->parameters(), sgd_options);
+  DistributedOptimizer opt(sgd, *net, {.op = kolo::ReduceOp::Adasum, .name_prefix = "adasum/"});
+
+  // Every rank's change from the common start.
+  std::vector<kolo_test::AdasumTensors> changes(size());
+  for (int r = 0; r < size(); ++r) {
+    copy_parameter_values(*net, *local);
+    SGD local_sgd(local->parameters(), sgd_options);
+    local_step(*local, local_sgd, data, r * kBatch, kBatch);
+    for (std::size_t k = 0; k < local->parameters().size(); ++k) {
+      const Tensor &after = local->parameters()[k]->value, &before = net->parameters()[k]->value;
+      std::vector<long double> change(after.numel());
+      for (int64_t i = 0; i < after.numel(); ++i) change[i] = after[i] - before[i];  // exact in float
+      changes[r].push_back(std::move(change));
+    }
+  }
+  const kolo_test::AdasumTensors combined = kolo_test::adasum_tree(changes, kolo::DType::Float32);
+  std::vector<Tensor> start;
+  for (Parameter* p : net->parameters()) start.push_back(p->value.clone());
+
+  opt.zero_grad();
+  train_pass(*net, data, rank() * kBatch, kBatch);
+  REQUIRE(opt.step());
+  for (std::size_t k = 0; k < combined.size(); ++k) {
+    const Tensor& got = net->parameters()[k]->value;
+    std::vector<long double> moved(got.numel());
+    for (int64_t i = 0; i < got.numel(); ++i) moved[i] = got[i] - start[k][i];
+    INFO(net->parameters()[k]->name);
+    // The parameter is start + combined change, rounded to float: a rounding of the
+    // parameter's size, which may be far larger than the change's.
+    CHECK(kolo_test::relative_error(moved, combined[k]) < 1e-3L);
+  }
+  if (size() == 1) return;
+  // Not the average of the ranks' steps: Adasum's combination differs from it.
+  bool differs_from_mean = false;
+  for (std::size_t k = 0; k < combined.size() && !differs_from_mean; ++k)
+    for (std::size_t i = 0; i < combined[k].size(); ++i) {
+      long double mean = 0;
+      for (int r = 0; r < size(); ++r) mean += changes[r][k][i] / size();
+      if (std::fabs(static_cast<double>(combined[k][i] - mean)) > 1e-3 * std::fabs(static_cast<double>(mean)) + 1e-9) {
+        differs_from_mean = true;
+        break;
+      }
+    }
+  CHECK(differs_from_mean);
+}
+
 TEST_CASE("DistributedOptimizer: float16 compression is within float16 rounding of float32",
           "[distributed][optimizer][fp16]") {
   SECTION("average") { check_fp16_close_to_fp32({}, 1, 7); }
   SECTION("predivide factor 2") { check_fp16_close_to_fp32({.gradient_predivide_factor = 2}, 1, 8); }
-  SECTION("two accumulated passes (the 1/2 applied before the cast)") { check_fp16_close_to_fp32({}, 2, 9); }
+  SECTION("two accumulated passes") { check_fp16_close_to_fp32({}, 2, 9); }
 }
 
 TEST_CASE("DistributedOptimizer: step() also averages parameters whose gradient backward never announced",
@@ -196,7 +257,7 @@ TEST_CASE("DistributedOptimizer: options out of range and misuse are errors that
   auto net = seeded_mnist(13);
   SGD sgd(net->parameters(), {.lr = 0.1});
   REQUIRE_THROWS_WITH(DistributedOptimizer(sgd, *net, {.op = kolo::ReduceOp::Max}),
-                      Contains("op must be average or sum, got max"));
+                      Contains("op must be average, sum or adasum, got max"));
   REQUIRE_THROWS_WITH(DistributedOptimizer(sgd, *net, {.gradient_predivide_factor = 0}),
                       Contains("gradient_predivide_factor must be positive"));
   REQUIRE_THROWS_WITH(DistributedOptimizer(sgd, *net, {.op = kolo::ReduceOp::Sum, .gradient_predivide_factor = 2}),

@@ -78,8 +78,10 @@ TEST_CASE("DistributedOptimizer: a parameter unused on a rank is reduced as zero
   }
 }
 
-// Adasum of equal gradients is that gradient: ranks on the same data train as one process.
-TEST_CASE("DistributedOptimizer: Adasum of equal gradients is the gradient", "[torch]") {
+// Adasum combines the ranks' parameter changes (as horovod.torch); of equal changes it is
+// that change: ranks on the same data train as one process. (Unequal changes:
+// tests/torch/contract, against kolo.torch.)
+TEST_CASE("DistributedOptimizer: Adasum of equal updates is the update", "[torch]") {
   const int n = kolo::size();
   if ((n & (n - 1)) != 0) return;  // kolo's Adasum needs a power-of-two number of ranks
   Net net = make_net(7), reference = make_net(7);
