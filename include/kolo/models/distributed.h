@@ -33,13 +33,16 @@ enum class Compression : int {
 };
 
 struct DistributedOptions {
-  // Average (the default, as Horovod) or Sum.
+  // Average (the default, as Horovod) or Sum of the gradients; or Adasum, which steps each
+  // rank on its own gradients and combines the ranks' parameter changes (Horovod's Adasum
+  // optimizer; docs/distributed.md).
   ReduceOp op = ReduceOp::Average;
   // Gradients are divided by this before the sum and by size()/factor after it (Horovod's
   // gradient_predivide_factor; 1 = divide after). Only with op Average.
   double gradient_predivide_factor = 1.0;
   // Backward passes whose gradients accumulate locally before one allreduce; step() only
-  // communicates and updates on every n-th call. The accumulated sum is divided by n.
+  // communicates and updates on every n-th call. The passes' gradients add up (as in
+  // horovod.torch): they are not divided by n.
   int backward_passes_per_step = 1;
   Compression compression = Compression::None;
   // Prefix of the runtime's tensor names ("<prefix><parameter name>"): two optimizers in
