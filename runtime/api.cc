@@ -570,8 +570,9 @@ int change_process_set(const std::vector<int>& ranks, int removed_id) {
   auto e = std::make_shared<TensorEntry>();
   e->request.name = "kolo.process_set_change." + std::to_string(rt->next_unnamed(OpType::ProcessSet));
   e->request.type = OpType::ProcessSet;
-  e->request.root = removed_id;
-  e->request.shape.assign(std::vector<int64_t>(ranks.begin(), ranks.end()));
+  e->request.process_set_change =
+      removed_id < 0 ? ProcessSetChange{ProcessSetChange::Action::Add, std::vector<int32_t>(ranks.begin(), ranks.end()), 0}
+                     : ProcessSetChange{ProcessSetChange::Action::Remove, {}, removed_id};
   std::shared_ptr<detail::HandleState> state = handle_of(e);
   rt->submit(std::move(e)).throw_if_error();
   Handle(state).wait().throw_if_error();

@@ -58,8 +58,14 @@ std::vector<Field> fields_to_compare(OpType type) {
                         }});
       break;
     case OpType::ProcessSet:
-      fields.push_back({"ranks", [](const Request& r) { return shape_string(r.shape); }});
-      fields.push_back({"process set", [](const Request& r) { return std::to_string(r.root); }});
+      fields.push_back({"change", [](const Request& r) {
+                          return std::string(r.process_set_change.action == ProcessSetChange::Action::Add ? "add" : "remove");
+                        }});
+      fields.push_back({"ranks", [](const Request& r) {
+                          const std::vector<int32_t>& ranks = r.process_set_change.ranks;
+                          return shape_string(Shape(std::vector<int64_t>(ranks.begin(), ranks.end())));
+                        }});
+      fields.push_back({"process set", [](const Request& r) { return std::to_string(r.process_set_change.set_id); }});
       break;
     case OpType::Barrier: break;
   }

@@ -109,6 +109,9 @@ class Reader {
   static bool known(StatusCode c) { return std::strcmp(status_code_name(c), "unknown") != 0; }
   static bool known(Device::Kind k) { return k == Device::Kind::CPU || k == Device::Kind::CUDA; }
   static bool known(Response::Kind k) { return k == Response::Kind::Run || k == Response::Kind::Error; }
+  static bool known(ProcessSetChange::Action a) {
+    return a == ProcessSetChange::Action::Add || a == ProcessSetChange::Action::Remove;
+  }
 
   std::size_t remaining() const { return bytes_.size() - pos_; }
   void need(std::size_t n) const {
@@ -134,6 +137,9 @@ void put_request(Writer& w, const Request& r) {
   w.put(r.shape);
   w.put(r.group);
   w.put(r.group_size);
+  w.put(r.process_set_change.action);
+  w.put(r.process_set_change.ranks);
+  w.put(r.process_set_change.set_id);
 }
 
 void get_request(Reader& rd, Request& r) {
@@ -149,6 +155,9 @@ void get_request(Reader& rd, Request& r) {
   rd.get(r.shape);
   rd.get(r.group);
   rd.get(r.group_size);
+  rd.get(r.process_set_change.action, "process set change");
+  rd.get(r.process_set_change.ranks, "process set ranks");
+  rd.get(r.process_set_change.set_id);
   // num_elements() multiplies the dimensions: they must be sizes, and their product fit.
   int64_t elements = 1;
   for (int64_t d : r.shape)
@@ -314,6 +323,23 @@ ResponseList parse_response_list(const std::string& bytes) {
   rd.get(list.last_joined);
   rd.expect_end();
   return list;
+}
+
+std::string serialize(const Status& status) {
+  Writer w;
+  w.put(status.code());
+  w.put(status.message());
+  return w.take();
+}
+
+Status parse_status(const std::string& bytes) {
+  Reader rd(bytes, "status");
+  StatusCode code = StatusCode::Ok;
+  std::string message;
+  rd.get(code, "status code");
+  rd.get(message);
+  rd.expect_end();
+  return Status(code, std::move(message));
 }
 
 }  // namespace kolo

@@ -12,11 +12,20 @@
 
 namespace kolo {
 
-// ProcessSet: adding (root -1) or removing (root: the set's id) a process set, a
-// collective of the global set whose ranks travel as the shape; the runtime runs it, not
-// the executor (runtime.h).
+// ProcessSet: adding or removing a process set (Request::process_set_change), a
+// collective of the global set; the runtime runs it, not the executor (runtime.h).
 enum class OpType : uint8_t { Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier, ProcessSet };
 const char* op_type_name(OpType type);
+
+// What an OpType::ProcessSet request changes.
+struct ProcessSetChange {
+  enum class Action : uint8_t { Add, Remove };
+  Action action = Action::Add;
+  std::vector<int32_t> ranks;  // Add: the new set's ranks, in the global set
+  int32_t set_id = 0;          // Remove: the set's id
+
+  bool operator==(const ProcessSetChange&) const = default;
+};
 
 struct Request {
   std::string name;
@@ -33,6 +42,7 @@ struct Request {
   // and size, so the coordinator releases the members together.
   std::string group;
   int32_t group_size = 0;
+  ProcessSetChange process_set_change;  // OpType::ProcessSet only
 
   int64_t num_elements() const;
   bool operator==(const Request&) const = default;
@@ -87,6 +97,11 @@ std::string serialize(const RequestList& list);
 RequestList parse_request_list(const std::string& bytes);
 std::string serialize(const ResponseList& list);
 ResponseList parse_response_list(const std::string& bytes);
+
+// A status as a message of its own (rank 0 telling every rank why a collective set-up
+// failed): the code travels as a checked field, not as a byte of the text.
+std::string serialize(const Status& status);
+Status parse_status(const std::string& bytes);  // CommFailure on a damaged message
 
 // "[2, 3]" for messages.
 std::string shape_string(const Shape& shape);

@@ -55,19 +55,20 @@ void agree_on_static_sets(const std::vector<std::vector<int>>& sets, ops::Contro
 }
 
 // Rank 0 opens the timeline; if it cannot, every rank fails with its code and reason
-// (instead of the others waiting for a rank 0 that never starts). The broadcast carries
-// the code as the message's first byte.
+// (instead of the others waiting for a rank 0 that never starts).
 void open_timeline(Timeline& timeline, const Config& config, ops::ControlChannel& control, const Clock& clock) {
-  std::string error;
+  Status opened;
   if (control.rank() == 0 && !config.timeline_path.empty() && config.timeline_path != "DYNAMIC") {
     try {
       timeline.open(config.timeline_path, 0, clock.now(), config.timeline_mark_cycles);
     } catch (const Error& e) {
-      error = static_cast<char>(e.code()) + std::string(e.what());
+      opened = Status(e.code(), e.what());
     }
   }
-  control.broadcast(error, 0);
-  if (!error.empty()) throw Error(static_cast<StatusCode>(error[0]), error.substr(1));
+  std::string message = serialize(opened);
+  control.broadcast(message, 0);
+  opened = parse_status(message);
+  if (!opened.ok()) throw Error(opened.code(), opened.message());
 }
 
 }  // namespace
@@ -206,9 +207,10 @@ void ProcessSets::end_job_after_failure() {
 }
 
 Status ProcessSets::change(TensorEntry& entry, Transport& transport) {
-  const Request& request = entry.request;
-  if (request.root < 0) return add(std::vector<int>(request.shape.begin(), request.shape.end()), entry, transport);
-  return remove(request.root);
+  const ProcessSetChange& change = entry.request.process_set_change;
+  if (change.action == ProcessSetChange::Action::Add)
+    return add(std::vector<int>(change.ranks.begin(), change.ranks.end()), entry, transport);
+  return remove(change.set_id);
 }
 
 Status ProcessSets::add(const std::vector<int>& ranks, TensorEntry& entry, Transport& transport) {

@@ -239,3 +239,42 @@ TEST_CASE("a negotiation message with a value no rank writes is rejected", "[mes
                          HasCode(StatusCode::CommFailure, "1 bytes left over after the end"));
   }
 }
+
+TEST_CASE("a process set change travels as a typed payload: its action, ranks and id", "[message]") {
+  kolo::RequestList list;
+  kolo::Request add = request("kolo.process_set_change.0", kolo::OpType::ProcessSet, kolo::DType::Float32, {});
+  add.process_set_change = {kolo::ProcessSetChange::Action::Add, {0, 2, 3}, 0};
+  kolo::Request remove = request("kolo.process_set_change.1", kolo::OpType::ProcessSet, kolo::DType::Float32, {});
+  remove.process_set_change = {kolo::ProcessSetChange::Action::Remove, {}, 7};
+  list.requests = {add, remove};
+  const std::string bytes = kolo::serialize(list);
+  const kolo::RequestList back = kolo::parse_request_list(bytes);
+  REQUIRE(back.requests.size() == 2);
+  CHECK(back.requests[0].process_set_change == add.process_set_change);
+  CHECK(back.requests[1].process_set_change == remove.process_set_change);
+  CHECK(back.requests[0].shape.empty());  // nothing borrowed from the tensor fields
+  CHECK(back.requests[1].root == 0);
+
+  // The last request's action byte, counted from the end: after it come the ranks' count (4
+  // bytes, no ranks), the id (4), the list's count of invalidated slots (4) and joined (1).
+  std::string damaged = bytes;
+  const std::size_t action_at = damaged.size() - (1 + 4 + 4 + 4 + 1);
+  REQUIRE(damaged[action_at] == static_cast<char>(kolo::ProcessSetChange::Action::Remove));
+  damaged[action_at] = 9;
+  CHECK_THROWS_MATCHES(kolo::parse_request_list(damaged), kolo::Error,
+                       HasCode(StatusCode::CommFailure, "process set change 9 is not one this build knows"));
+}
+
+TEST_CASE("a status travels with its code as a checked field", "[message]") {
+  const kolo::Status io(StatusCode::IoError, "kolo: cannot open the timeline '/nope/t.json'");
+  const kolo::Status back = kolo::parse_status(kolo::serialize(io));
+  CHECK(back.code() == StatusCode::IoError);
+  CHECK(back.message() == io.message());
+  CHECK(kolo::parse_status(kolo::serialize(kolo::Status::OK())).ok());
+  std::string damaged = kolo::serialize(io);
+  damaged[0] = 120;  // the code's byte
+  CHECK_THROWS_MATCHES(kolo::parse_status(damaged), kolo::Error,
+                       HasCode(StatusCode::CommFailure, "status code 120 is not one this build knows"));
+  CHECK_THROWS_MATCHES(kolo::parse_status(kolo::serialize(io).substr(0, 3)), kolo::Error,
+                       HasCode(StatusCode::CommFailure, "truncated"));
+}
