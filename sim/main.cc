@@ -41,9 +41,10 @@ struct Options {
   double utilization = 0.4;
   double loader_cpu_ms = 0;
   double inter_GBps = 0, inter_latency_us = -1;
-  double fusion_mb = 64, cycle_ms = 1;
-  int cache_capacity = 1024;
-  bool hierarchical = false, fp16 = false, autotune = false;
+  // The runtime's defaults (runtime/config.h), in the flags' units.
+  double fusion_mb = double(kolo::Config{}.fusion_threshold_bytes) / (1024 * 1024), cycle_ms = kolo::Config{}.cycle_time_ms;
+  int cache_capacity = kolo::Config{}.cache_capacity;
+  bool hierarchical = kolo::Config{}.hierarchical_allreduce, fp16 = false, autotune = kolo::Config{}.autotune;
   double jitter = 0, straggler_fraction = 0, straggler_slowdown = 2;
   uint64_t seed = 1;
   int64_t max_steps = 0;
@@ -86,12 +87,12 @@ int run(const Options& o) {
   else w.compute_s_per_image = compute_s_per_image_from_flops(w.profile, hw.device_flops, o.utilization);
 
   KoloSettings ks;
-  ks.fusion_threshold_bytes = static_cast<int64_t>(o.fusion_mb * 1024 * 1024);
-  ks.cycle_time_s = o.cycle_ms * 1e-3;
-  ks.cache_capacity = o.cache_capacity;
-  ks.hierarchical = o.hierarchical;
+  ks.config.fusion_threshold_bytes = static_cast<int64_t>(o.fusion_mb * 1024 * 1024);
+  ks.config.cycle_time_ms = o.cycle_ms;
+  ks.config.cache_capacity = o.cache_capacity;
+  ks.config.hierarchical_allreduce = o.hierarchical;
+  ks.config.autotune = o.autotune;
   ks.fp16 = o.fp16;
-  ks.autotune = o.autotune;
   const Variation variation{o.jitter, o.straggler_fraction, o.straggler_slowdown, o.seed};
 
   std::vector<int> ranks = o.ranks;

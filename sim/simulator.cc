@@ -59,8 +59,8 @@ class Engine {
   Engine(const Workload& workload, const Hardware& cluster, const KoloSettings& settings, const Variation& variation,
          const RunOptions& options)
       : w_(workload), hw_(cluster), ks_(settings), var_(variation), opt_(options), p_(cluster.ranks()),
-        cache_(settings.cache_capacity), coordinator_(p_), rng_(variation.seed),
-        fusion_(fusion_options(settings.fusion_threshold_bytes, settings.chunk_bytes, p_)) {
+        cache_(settings.config.cache_capacity), coordinator_(p_), rng_(variation.seed),
+        fusion_(fusion_options(settings.config.fusion_threshold_bytes, settings.config.allreduce_chunk_bytes, p_)) {
     const std::vector<Gradient>& grads = w_.profile.gradients;
     if (grads.empty()) throw std::invalid_argument("the workload has no gradients");
     if (w_.batch_per_rank < 1) throw std::invalid_argument("the batch per rank must be at least 1");
@@ -76,7 +76,7 @@ class Engine {
       requests_.push_back(std::move(r));
       ready_fraction_.push_back(g.ready_fraction);
     }
-    if (ks_.autotune) autotuner_.emplace(Autotuner::default_candidates(p_), kAutotuneBytesPerTrial);
+    if (ks_.config.autotune) autotuner_.emplace(Autotuner::default_candidates(p_), kAutotuneBytesPerTrial);
     const double step = w_.step_compute_s() * device_sharing(hw_);
     forward_s_ = step * w_.forward_share;
     optimizer_s_ = step * w_.optimizer_share;
@@ -85,7 +85,7 @@ class Engine {
     loader_interval_ = w_.loader_cpu_s_per_image > 0
                            ? w_.batch_per_rank * w_.loader_cpu_s_per_image * rpn / hw_.loader_cores_per_node
                            : 0;
-    const std::size_t bit_words = (static_cast<std::size_t>(std::max(0, ks_.cache_capacity)) + 63) / 64;
+    const std::size_t bit_words = (static_cast<std::size_t>(std::max(0, ks_.config.cache_capacity)) + 63) / 64;
     control_bytes_ = 2.0 * (2 + bit_words) * 8;
     rank_free_.assign(p_, 0.0);
     start_.assign(p_, 0.0);
@@ -183,7 +183,7 @@ class Engine {
         if (accepted_[r] > done) {
           entry = free_at_;  // work of its own waiting: straight into the next cycle
         } else {
-          double wake = std::max(free_at_, last_cycle_start_ + ks_.cycle_time_s);
+          double wake = std::max(free_at_, last_cycle_start_ + cycle_time_s_);
           // Its caller waiting on a handle (the optimizer's synchronize) wakes it early.
           const double caller = backward_end(r);
           if (caller < wake && submitted_by(r, caller) > accepted_[r]) wake = std::max(free_at_, caller);
@@ -280,13 +280,13 @@ class Engine {
     for (int r = 0; r < p_; ++r)
       if (accepted_[r] < requests_.size()) first = std::min(first, submit_time(r, accepted_[r]));
     const double before = last_cycle_start_;
-    if (ks_.cycle_time_s <= 0) {
+    if (cycle_time_s_ <= 0) {
       last_cycle_start_ = std::max(entry_all, first);
     } else {
-      const double periods = std::max(0.0, std::floor((first - entry_all) / ks_.cycle_time_s));
-      last_cycle_start_ = entry_all + periods * ks_.cycle_time_s;
+      const double periods = std::max(0.0, std::floor((first - entry_all) / cycle_time_s_));
+      last_cycle_start_ = entry_all + periods * cycle_time_s_;
     }
-    if (!(last_cycle_start_ > before)) last_cycle_start_ = before + std::max(ks_.cycle_time_s, kQuiet);
+    if (!(last_cycle_start_ > before)) last_cycle_start_ = before + std::max(cycle_time_s_, kQuiet);
     free_at_ = std::max(free_at_, last_cycle_start_);
   }
 
@@ -354,6 +354,7 @@ class Engine {
   const Workload& w_;
   const Hardware& hw_;
   const KoloSettings ks_;
+  const double cycle_time_s_ = ks_.config.cycle_time_ms * 1e-3;
   const Variation var_;
   const RunOptions opt_;
   const int p_;
@@ -392,7 +393,7 @@ double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettin
   if (p == 1) return 0.0;
   if (settings.fp16) bytes /= 2;
   const Hardware seen = as_seen_by_sharing_ranks(cluster);
-  if (settings.hierarchical && seen.nodes > 1 && seen.ranks_per_node > 1)
+  if (settings.config.hierarchical_allreduce && seen.nodes > 1 && seen.ranks_per_node > 1)
     return hierarchical_allreduce(seen.ranks_per_node, seen.nodes, bytes, link_cost(seen.intra_node),
                                   link_cost(seen.inter_node))
         .total();

@@ -24,21 +24,20 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config.h"
 #include "runtime/timeline.h"
 #include "sim/hardware.h"
 #include "sim/workload.h"
 
 namespace kolo::sim {
 
-// What a user sets through KOLO_* (runtime/config.h); kolo's defaults.
+// What a user sets: the runtime's own Config (runtime/config.h: its defaults, and the KOLO_*
+// settings the simulation reads from it: fusion threshold, allreduce chunk, cycle time, cache
+// capacity, hierarchical allreduce, autotune), and fp16 compression, an option of each
+// allreduce rather than a setting (half the bytes on the wire).
 struct KoloSettings {
-  int64_t fusion_threshold_bytes = 64 * 1024 * 1024;
-  int64_t chunk_bytes = 0;  // 0: 256 KiB per rank
-  double cycle_time_s = 1e-3;
-  int cache_capacity = 1024;
-  bool hierarchical = false;  // KOLO_HIERARCHICAL_ALLREDUCE
-  bool fp16 = false;          // fp16 compression: half the bytes on the wire
-  bool autotune = false;
+  Config config;
+  bool fp16 = false;
 };
 
 // Differences between ranks, seeded: the same seed gives the same run.

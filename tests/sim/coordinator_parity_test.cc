@@ -113,7 +113,7 @@ TEST_CASE("the simulator's fusion groups and cache use equal a real 2-rank run's
   cluster.ranks_per_node = 2;
   cluster.nodes = 1;
   kolo::sim::KoloSettings settings;
-  settings.fusion_threshold_bytes = kFusionThreshold;
+  settings.config.fusion_threshold_bytes = kFusionThreshold;
   const std::filesystem::path sim_trace = scratch("sim.json");
   kolo::Timeline timeline;
   timeline.open(sim_trace.string(), 0, kolo::Timeline::Clock::time_point());

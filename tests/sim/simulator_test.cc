@@ -73,7 +73,7 @@ TEST_CASE("fp16 halves the bytes on the wire; hierarchical runs the three phases
   fp16.fp16 = true;
   CHECK(allreduce_seconds(2e8, hw, fp16) == Approx(allreduce_seconds(1e8, hw, KoloSettings{})).epsilon(1e-12));
   KoloSettings hierarchical;
-  hierarchical.hierarchical = true;
+  hierarchical.config.hierarchical_allreduce = true;
   const double expected =
       hierarchical_allreduce(4, 8, 1e8, link_cost(hw.intra_node), link_cost(hw.inter_node)).total();
   CHECK(allreduce_seconds(1e8, hw, hierarchical) == Approx(expected).epsilon(1e-12));
@@ -152,7 +152,7 @@ TEST_CASE("a response cache smaller than the step's tensors: evicted slots go by
   w.compute_s_per_image = 0.003;
   for (int capacity : {0, 1, 10, 61, 62, 1024}) {
     KoloSettings settings;
-    settings.cache_capacity = capacity;
+    settings.config.cache_capacity = capacity;
     const SimResult r = simulate(w, cluster(4, 1), settings);
     INFO("capacity " << capacity);
     CHECK(r.cached_tensors + r.named_tensors == 5 * static_cast<int64_t>(resnet.gradients.size()));
