@@ -1,5 +1,5 @@
 // The simulator's claim is that kolo's own coordinator decides inside it. This checks it
-// against a real run: two ranks of kolo's runtime (ranks as threads over the in-process
+// against a real run: 2, 3 and 4 ranks of kolo's runtime (ranks as threads over the in-process
 // transport, everything else as in production) submit the same gradients in the same
 // order as the simulated ranks, step after step, in two bursts a step. Both write rank 0's
 // timeline through kolo::Timeline; the fused groups read back from the two must be the
@@ -33,13 +33,14 @@ struct Tensor {
 };
 
 // Two bursts a step: sizes around the fusion threshold (256 KiB) and the smallest tensor
-// that goes alone (512 KiB at 2 ranks), so that groups close for every reason.
-const std::vector<Tensor> kTensors = {
-    {"fc.weight", 40000, 0.25},  {"fc.bias", 10, 0.25},        {"layer4.conv", 150000, 0.25},
-    {"layer4.bn", 512, 0.25},    {"layer3.conv", 30000, 0.25}, {"layer3.bn", 256, 0.25},
-    {"layer2.conv", 60000, 0.9}, {"layer2.bn", 128, 0.9},      {"layer1.conv", 9000, 0.9},
-    {"conv1.weight", 2000, 0.9},
-};
+// that goes alone (256 KiB per rank: one piece), so that groups close for every reason at
+// any size; layer4.conv, 300 KB per rank, always goes alone.
+std::vector<Tensor> tensors(int size) {
+  return {{"fc.weight", 40000, 0.25},  {"fc.bias", 10, 0.25},        {"layer4.conv", 75000 * size, 0.25},
+          {"layer4.bn", 512, 0.25},    {"layer3.conv", 30000, 0.25}, {"layer3.bn", 256, 0.25},
+          {"layer2.conv", 60000, 0.9}, {"layer2.bn", 128, 0.9},      {"layer1.conv", 9000, 0.9},
+          {"conv1.weight", 2000, 0.9}};
+}
 constexpr int kSteps = 4;
 constexpr int64_t kFusionThreshold = 256 * 1024;
 
@@ -70,12 +71,15 @@ std::filesystem::path scratch(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("the simulator's fusion groups and cache use equal a real 2-rank run's for the same submissions",
+TEST_CASE("the simulator's fusion groups and cache use equal a real run's for the same submissions, at 2, 3 and 4 ranks",
           "[sim][parity]") {
+  const int size = GENERATE(2, 3, 4);
+  INFO(size << " ranks");
+  const std::vector<Tensor> kTensors = tensors(size);
   // ---- the real run ----
-  const std::filesystem::path real_trace = scratch("real.json");
+  const std::filesystem::path real_trace = scratch("real" + std::to_string(size) + ".json");
   kolo_inprocess::JobOptions options;
-  options.size = 2;
+  options.size = size;
   options.config = kolo_inprocess::scenario_config();
   options.config.fusion_threshold_bytes = kFusionThreshold;
   kolo_inprocess::Job job(options);
@@ -107,14 +111,14 @@ TEST_CASE("the simulator's fusion groups and cache use equal a real 2-rank run's
   workload.profile.model = "parity";
   for (const Tensor& t : kTensors) workload.profile.gradients.push_back({t.name, t.elements, t.ready_fraction});
   workload.batch_per_rank = 1;
-  workload.images_per_epoch = 2 * kSteps;
+  workload.images_per_epoch = size * kSteps;
   workload.compute_s_per_image = 0.1;  // bursts 60 ms apart: each burst done before the next
   kolo::sim::Hardware cluster = kolo::sim::load_hardware(std::filesystem::path(KOLO_SIM_HARDWARE_DIR) / "this_machine.json");
-  cluster.ranks_per_node = 2;
+  cluster.ranks_per_node = size;
   cluster.nodes = 1;
   kolo::sim::KoloSettings settings;
   settings.config.fusion_threshold_bytes = kFusionThreshold;
-  const std::filesystem::path sim_trace = scratch("sim.json");
+  const std::filesystem::path sim_trace = scratch("sim" + std::to_string(size) + ".json");
   kolo::Timeline timeline;
   timeline.open(sim_trace.string(), 0, kolo::Timeline::Clock::time_point());
   kolo::sim::RunOptions run_options;
