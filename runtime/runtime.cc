@@ -20,8 +20,6 @@ constexpr uint64_t kJoined = 1u << 2;
 // vector to the named path, where the coordinator can tell which ranks are missing.
 constexpr std::chrono::seconds kPartialSlotTimeout{1};
 
-bool cacheable(OpType type) { return type != OpType::Allgather && type != OpType::ProcessSet; }
-
 std::string where_of(const SetRole& role) {
   if (role.id == 0) return "";
   std::string ranks;
@@ -277,6 +275,11 @@ void Runtime::set_waiting(uint32_t slot, bool waiting) {
 // The slot's entry, if one waits on it, goes to the named path.
 void Runtime::invalidate(uint32_t slot) {
   cache_.erase(slot);
+  send_by_name(slot);
+}
+
+// The entry waiting on the slot's bit, if any, no longer matches the slot: it goes by name.
+void Runtime::send_by_name(uint32_t slot) {
   if (EntryPtr& entry = bit_entries_[slot]) {
     set_waiting(slot, false);
     entry->bit_slot = -1;
@@ -346,15 +349,13 @@ bool Runtime::cycle() {
     for (const Response& r : responses) skip_used_automatic_names(r);
     const auto now = clock_.now();
     for (uint32_t slot : invalidations) invalidate(slot);
-    // Record before running: running completes (and forgets) the local entries.
-    for (const Response& r : responses) {
-      if (r.kind != Response::Kind::Run || !cacheable(r.type)) continue;
-      for (std::size_t i = 0; i < r.names.size(); ++i) {
-        auto it = in_flight_.find(r.names[i]);
-        const Request request = it != in_flight_.end() ? it->second->request : request_for(r, i);
-        if (auto evicted = cache_.put(request)) invalidate(*evicted);
-      }
-    }
+    // Record before running: running completes (and forgets) the local entries. A put that
+    // evicts a slot leaves the new request in it; an entry waiting on the old one goes by name.
+    const auto request_of = [this](const Response& r, std::size_t i) {
+      auto it = in_flight_.find(r.names[i]);
+      return it != in_flight_.end() ? it->second->request : request_for(r, i);
+    };
+    for (uint32_t slot : record_in_cache(cache_, responses, request_of)) send_by_name(slot);
     FusionPlan plan(fusion_);
     std::vector<std::vector<TensorEntry*>> entries;
     for (Response& r : responses) {
@@ -392,35 +393,25 @@ void Runtime::run_cached(const std::vector<uint64_t>& ready, Clock::time_point d
   cached_entries_.resize(responses.size());
   for (std::vector<TensorEntry*>& entries : cached_entries_) entries.clear();
   std::size_t index = 0;  // responses[index] takes the next tensors
-  for (std::size_t w = 0; w < ready.size(); ++w) {
-    for (uint64_t bits = ready[w]; bits; bits &= bits - 1) {
-      const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(bits));
-      cache_.touch(slot);
-      set_waiting(slot, false);
-      if (cached_entries_[index].size() == responses[index].names.size()) ++index;
-      cached_entries_[index].push_back(bit_entries_[slot].get());  // null where this rank has joined
-    }
-  }
+  for_each_slot(ready, [&](uint32_t slot) {
+    cache_.touch(slot);
+    set_waiting(slot, false);
+    if (cached_entries_[index].size() == responses[index].names.size()) ++index;
+    cached_entries_[index].push_back(bit_entries_[slot].get());  // null where this rank has joined
+  });
   run(responses, cached_entries_, decided);
 }
 
 // A steady loop has the same tensors ready every step: the last plan serves again while
 // the ready set, the cached parameters and the fusion settings are those it was built
-// from, as FusionPlan would build the same responses again.
+// from, as plan_cached would build the same responses again.
 const std::vector<Response>& Runtime::cached_plan(const std::vector<uint64_t>& ready) {
+  // The name only serves the timeline: a copy per tensor is worth skipping without it.
   const bool named = timeline_.enabled();
   if (ready == plan_.ready && cache_.version() == plan_.cache_version && fusion_ == plan_.fusion &&
       named == plan_.named)
     return plan_.responses;
-  FusionPlan plan(fusion_);
-  for (std::size_t w = 0; w < ready.size(); ++w) {
-    for (uint64_t bits = ready[w]; bits; bits &= bits - 1) {
-      const Request& params = cache_.at(static_cast<uint32_t>(w * 64 + std::countr_zero(bits)));
-      // The name only serves the timeline: a copy per tensor is worth skipping without it.
-      plan.add(params, named ? params.name : std::string());
-    }
-  }
-  plan_ = CachedPlan{ready, cache_.version(), fusion_, named, plan.take()};
+  plan_ = CachedPlan{ready, cache_.version(), fusion_, named, plan_cached(cache_, ready, fusion_, named)};
   return plan_.responses;
 }
 

@@ -35,6 +35,7 @@
 #include "coordinator.h"
 #include "devices.h"
 #include "executor.h"
+#include "cycle_decisions.h"
 #include "fusion.h"
 #include "response_cache.h"
 #include "tensor_queue.h"
@@ -115,6 +116,7 @@ class Runtime {
   EntryPtr release(TensorEntry& entry);
   void defer(const std::vector<TensorEntry*>& entries, std::shared_ptr<ops::Event> done);
   void invalidate(uint32_t slot);
+  void send_by_name(uint32_t slot);
   void set_waiting(uint32_t slot, bool waiting);
   void watch_partial_slots(const std::vector<uint64_t>& partial_bits);
   void fail_everything(const Status& status);

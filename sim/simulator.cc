@@ -14,6 +14,7 @@
 
 #include "runtime/autotuner.h"
 #include "runtime/coordinator.h"
+#include "runtime/cycle_decisions.h"
 #include "runtime/fusion.h"
 #include "runtime/response_cache.h"
 #include "sim/collective_cost.h"
@@ -85,8 +86,8 @@ class Engine {
     loader_interval_ = w_.loader_cpu_s_per_image > 0
                            ? w_.batch_per_rank * w_.loader_cpu_s_per_image * rpn / hw_.loader_cores_per_node
                            : 0;
-    const std::size_t bit_words = (static_cast<std::size_t>(std::max(0, ks_.config.cache_capacity)) + 63) / 64;
-    control_bytes_ = 2.0 * (2 + bit_words) * 8;
+    bit_words_ = (static_cast<std::size_t>(std::max(0, ks_.config.cache_capacity)) + 63) / 64;
+    control_bytes_ = 2.0 * (2 + bit_words_) * 8;
     rank_free_.assign(p_, 0.0);
     start_.assign(p_, 0.0);
     factor_.assign(p_, 1.0);
@@ -224,15 +225,12 @@ class Engine {
           any_named = true;
         }
       }
-      std::sort(slots.begin(), slots.end());
       if (!slots.empty()) {
-        FusionPlan plan(fusion_);
-        for (uint32_t slot : slots) {
-          cache_.touch(slot);
-          plan.add(cache_.at(slot), cache_.at(slot).name);
-        }
+        std::vector<uint64_t> ready_bits(bit_words_, 0);
+        for (uint32_t slot : slots) ready_bits[slot / 64] |= uint64_t{1} << (slot % 64);
+        for_each_slot(ready_bits, [&](uint32_t slot) { cache_.touch(slot); });
         result.cached_tensors += static_cast<int64_t>(slots.size());
-        t = run_responses(plan.take(), t, traced, recorded, result);
+        t = run_responses(plan_cached(cache_, ready_bits, fusion_, /*named=*/true), t, traced, recorded, result);
       }
       // 2. the slow path: every rank's new names to the coordinator, its answer to all.
       if (any_named) {
@@ -247,13 +245,13 @@ class Engine {
         }
         std::vector<Response> responses = coordinator_.take_ready();
         t += slow_path_cost(double(names) / p_, double(responses.size()));
-        FusionPlan plan(fusion_);
-        for (Response& response : responses) {
+        for (const Response& response : responses)
           if (response.kind != Response::Kind::Run)
             throw std::logic_error("kolo's coordinator refused a simulated request: " + response.error_message);
-          for (const std::string& name : response.names) cache_.put(requests_[index_.at(name)]);
-          plan.add(std::move(response));
-        }
+        // Evictions need no answer here: every cycle looks its tensors up in the cache again.
+        record_in_cache(cache_, responses, [&](const Response& r, std::size_t i) { return requests_[index_.at(r.names[i])]; });
+        FusionPlan plan(fusion_);
+        for (Response& response : responses) plan.add(std::move(response));
         result.named_tensors += static_cast<int64_t>(responses.size());
         if (recorded) ++result.named_cycles_by_step.back();
         t = run_responses(plan.take(), t, traced, recorded, result);
@@ -369,6 +367,7 @@ class Engine {
   std::uniform_real_distribution<double> uniform_;
   FusionOptions fusion_;
   double forward_s_ = 0, backward_s_ = 0, optimizer_s_ = 0, loader_interval_ = 0, control_bytes_ = 0;
+  std::size_t bit_words_ = 0;  // of the cycle's ready bits: one per cache slot
 
   // Per rank, this step.
   std::vector<double> rank_free_, start_, factor_;
