@@ -49,15 +49,13 @@ def main():
                 print(f'{case}: {len(cpp)} values, largest difference {worst:.3g}')
                 if worst > 1e-9:
                     failures.append(f'{case}: C++ and Python differ by {worst:.3g}')
-                # Not a test that cannot fail: the two steps moved the parameters.
-                start_w1 = 0.0  # w1[0] starts at sin(0) * 0.5 = 0
-                if abs(py[0][1] - start_w1) < 1e-6:
+                # Not a test that cannot fail: the two steps moved the parameters (w1[0] starts
+                # at sin(0) * 0.5 = 0).
+                if abs(py[0][1]) < 1e-6:
                     failures.append(f'{case}: the parameters did not move')
-    for f in failures:
-        print('FAIL:', f)
-    print(f'{checks - len(failures)} passed, {len(failures)} failed')
-    return 1 if failures else 0
+    print(''.join(f'FAIL: {f}\n' for f in failures) + f'{checks - len(failures)} passed, {len(failures)} failed')
+    sys.exit(1 if failures else 0)
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    main()
