@@ -179,13 +179,14 @@ struct DistributedOptimizer::Impl {
         if (!error) error = std::current_exception();
       }
     }
+    std::exception_ptr failed;
     try {
       detail::wait_all(pending, error);
     } catch (...) {
-      for (std::size_t i = 0; i < slots.size(); ++i) slots[i].param.detach().add_(starts[i]);
-      throw;
+      failed = std::current_exception();
     }
     for (std::size_t i = 0; i < slots.size(); ++i) slots[i].param.detach().add_(starts[i]);
+    if (failed) std::rethrow_exception(failed);
   }
 
   void synchronize() {
