@@ -10,7 +10,7 @@ include(CMakePackageConfigHelpers)
 # check.h is for kolo's own sources (KOLO_CHECK); no installed header includes it.
 # torch.h goes only with the library behind it.
 set(_kolo_header_excludes PATTERN check.h EXCLUDE)
-set(_kolo_installed_targets kolo kolo_runtime kolo_ops kolo_models)
+set(_kolo_installed_targets kolo kolo_runtime kolo_rendezvous kolo_ops kolo_models)
 if(KOLO_WITH_TORCH)
   # kolo::torch, as in kolo's own build: find_package(kolo) then finds LibTorch (koloConfig).
   set_target_properties(kolo_torch PROPERTIES EXPORT_NAME torch)
@@ -38,4 +38,5 @@ install(FILES
   "${PROJECT_BINARY_DIR}/koloConfigVersion.cmake"
   cmake/FindNCCL.cmake
   cmake/FindCUDNN.cmake
+  cmake/FindGloo.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kolo)

@@ -22,6 +22,7 @@
 #include "check_build.h"
 #include "command.h"
 #include "exit_report.h"
+#include "gloo_launch.h"
 #include "job_output.h"
 #include "kolo/check.h"
 #include "options.h"
@@ -181,6 +182,10 @@ int main(int argc, char** argv) {
     if (options->check_build) {
       std::fputs(describe_build(context.environment).c_str(), stdout);
       return 0;
+    }
+    if (options->gloo) {
+      check_program(options->command.front(), context.environment);
+      return run_gloo_job(*options, hosts, context);
     }
     return launch(*options, hosts, context);
   } catch (const std::exception& e) {

@@ -84,7 +84,6 @@ constexpr std::pair<std::string_view, std::string_view> kHorovodrunOnlyFlags[] =
     {"--ssh-port", kSshOptions},
     {"-i", kSshOptions},
     {"--ssh-identity-file", kSshOptions},
-    {"--gloo", "kolo runs on MPI only"},
     {"--jsrun", "kolorun starts the ranks with mpirun or srun (see --launcher)"},
     {"--config-file", "kolorun reads no configuration file: give the flags, or set KOLO_ variables"},
     {"--tcp", "give mpirun --mpi-args '--mca pml ob1 --mca btl ^openib' and set NCCL_IB_DISABLE=1"},
@@ -171,7 +170,11 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   app.add_flag("--dry-run", o.dry_run, "print the launch command (shell-quoted) and exit");
   app.add_flag("--check-build", o.check_build,
                "print what this build of kolo has (MPI, NCCL, CUDA, cuDNN) and exit (horovodrun: -cb)");
-  app.add_flag("--mpi")->description("accepted for horovodrun's command lines: kolo always runs on MPI");
+  auto* mpi = app.add_flag("--mpi")->description("run over MPI, started by mpirun or srun (the default)");
+  app.add_flag("--gloo", o.gloo,
+               "run over Gloo's TCP transport without mpirun: kolorun starts the workers and serves their "
+               "rendezvous (docs/elastic.md); CPU tensors only")
+      ->excludes(mpi);
 
   app.add_option("--fusion-threshold-mb", o.fusion_threshold_mb,
                  "fusion buffer size in MiB (sets KOLO_FUSION_THRESHOLD in bytes; 0: no fusion)")

@@ -19,6 +19,7 @@ struct LaunchOptions {
   bool verbose = false;
   bool dry_run = false;
   bool check_build = false;
+  bool gloo = false;                 // --gloo: kolorun starts the workers over Gloo (gloo_launch.h)
 
   // Runtime settings, forwarded to every rank as KOLO_ variables (environment.cc).
   // Unset: the ranks' own environment (or kolo's default) decides.

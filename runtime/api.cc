@@ -13,7 +13,11 @@
 #include "heap_tuning.h"
 #include "kolo/kolo_mpi.h"
 #include "logging.h"
+#include "gloo_job.h"
 #include "mpi_transport.h"
+#if KOLO_WITH_GLOO
+#include "gloo_transport.h"
+#endif
 #include "process_sets.h"
 #include "watchdog.h"
 
@@ -46,6 +50,7 @@ class GlobalSets {
 GlobalSets g_sets;
 bool g_kolo_initialised_mpi = false;  // so kolo finalises it, even after an init() that failed
 bool g_owns_mpi = false;              // the running kolo finalises MPI at shutdown
+int64_t g_last_gloo_round = 0;        // a Gloo job's last round this process was part of
 thread_local ProcessSets* t_sets = nullptr;  // bind_thread_to()
 
 // The process sets this thread's calls reach, or null.
@@ -384,9 +389,9 @@ void reach_finalize_deadline() {
   g_finalize_deadline.reset();
 }
 
-void start(MPI_Comm comm, const Config& config, const std::vector<std::vector<int>>& process_sets) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+void start(std::unique_ptr<Transport> transport, const Config& config,
+           const std::vector<std::vector<int>>& process_sets) {
+  const int rank = transport->rank();
   set_log_rank(rank);  // before the Runtime, which reports ignored settings as it starts
   {
     std::lock_guard<std::mutex> lock(g_deadline_mutex);
@@ -394,8 +399,8 @@ void start(MPI_Comm comm, const Config& config, const std::vector<std::vector<in
   }
   const std::chrono::milliseconds finalize_bound = config.control_timeout();
   const bool finalises_mpi = g_kolo_initialised_mpi;
-  auto s = std::make_shared<ProcessSets>(std::make_unique<MpiTransport>(comm, config, steady_clock()), config,
-                                         steady_clock(), process_sets, [finalize_bound, finalises_mpi] {
+  auto s = std::make_shared<ProcessSets>(std::move(transport), config, steady_clock(), process_sets,
+                                         [finalize_bound, finalises_mpi] {
                                            if (finalises_mpi) start_finalize_deadline(2 * finalize_bound);
                                          });
   if (rank == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
@@ -437,6 +442,21 @@ void init(const std::vector<std::vector<int>>& process_sets) {
   if (g_sets.load()) return;
   const Config config = config_from_environment();
   set_log_level(config.log_level);
+  if (std::optional<GlooJob> job = gloo_job_from_environment()) {
+    // A Gloo job (kolorun --gloo, or elastic): no MPI. A re-init after a reset joins the
+    // job's next round.
+#if KOLO_WITH_GLOO
+    auto transport = std::make_unique<GlooTransport>(*job, g_last_gloo_round, config);
+    g_last_gloo_round = transport->round();
+    start(std::move(transport), config, process_sets);
+    return;
+#else
+    throw Error(StatusCode::Unsupported,
+                "kolo: this worker belongs to a Gloo job (KOLO_GLOO_RENDEZVOUS_ADDR is set: kolorun --gloo, or an "
+                "elastic kolorun), but this build of kolo has no Gloo transport (configured without libgloo-dev, or "
+                "with KOLO_GLOO=OFF)");
+#endif
+  }
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -455,7 +475,7 @@ void init(const std::vector<std::vector<int>>& process_sets) {
     g_kolo_initialised_mpi = true;
   }
   require_thread_multiple();
-  start(MPI_COMM_WORLD, config, process_sets);
+  start(std::make_unique<MpiTransport>(MPI_COMM_WORLD, config, steady_clock()), config, process_sets);
 }
 
 void init(MPI_Comm comm) { init(comm, {}); }
@@ -473,7 +493,7 @@ void init(MPI_Comm comm, const std::vector<std::vector<int>>& process_sets) {
     throw Error(StatusCode::InvalidArgument,
                 "kolo: init(MPI_Comm) was given MPI_COMM_NULL (is this rank outside the split?)");
   require_thread_multiple();
-  start(comm, config, process_sets);
+  start(std::make_unique<MpiTransport>(comm, config, steady_clock()), config, process_sets);
 }
 
 namespace {

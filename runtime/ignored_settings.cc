@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "closest_name.h"
+#include "gloo_job.h"
 #include "unimplemented_horovod_settings.h"
 
 namespace kolo {
@@ -35,8 +36,9 @@ constexpr std::string_view kHorovodBuildOptionPrefixes[] = {"BUILD_", "WITH_", "
 //   developer's shell exports them and kolorun forwards every KOLO_* variable, so a run
 //   meets them. Never a setting: a new tool knob takes the prefix and needs nothing here;
 constexpr std::string_view kToolPrefix = "TOOL_";
-// - KOLO_MPIRUN: read by kolorun (the mpirun to run, docs/launcher.md), forwarded likewise.
+// - KOLO_MPIRUN: read by kolorun (the mpirun to run, docs/launcher.md), forwarded likewise;
 constexpr std::string_view kLauncherVariables[] = {"MPIRUN"};
+// - the variables kolorun gives each worker of a Gloo job (gloo_job.h: kGlooJobVariables).
 
 using Environment = std::map<std::string, std::string>;  // sorted by name
 
@@ -57,10 +59,11 @@ bool listed(const Names& names, std::string_view name) {
 }
 
 bool is_not_a_setting(std::string_view variable) {
-  if (auto name = name_after(variable, kKolo)) return name->starts_with(kToolPrefix) || listed(kLauncherVariables, *name);
+  if (auto name = name_after(variable, kKolo))
+    return name->starts_with(kToolPrefix) || listed(kLauncherVariables, *name) || listed(kGlooJobVariables, *name);
   const auto name = name_after(variable, kHorovod);
   if (!name) return false;
-  return listed(kSetByHorovodLaunchers, *name) || listed(kHorovodBuildOptions, *name) ||
+  return listed(kSetByHorovodLaunchers, *name) || listed(kGlooJobVariables, *name) || listed(kHorovodBuildOptions, *name) ||
          std::any_of(std::begin(kHorovodBuildOptionPrefixes), std::end(kHorovodBuildOptionPrefixes),
                      [&](std::string_view prefix) { return name->starts_with(prefix); });
 }

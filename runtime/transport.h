@@ -98,6 +98,9 @@ class Transport {
   virtual std::vector<int> roll_call(std::chrono::milliseconds bound) = 0;
   // Answers the roll calls other ranks have made since the last call. Never blocks.
   virtual void answer_roll_call() = 0;
+  // Whether a failure ends the job (the watchdog ends it after the grace time). False in an
+  // elastic job, whose program recovers from failures (it re-forms the job: elastic.md).
+  virtual bool failures_end_job() const { return true; }
   // Ends every process of the job with `exit_code`: MPI_Abort, which makes mpirun or srun
   // kill every rank, a stopped one included; it does not return. The in-process transport
   // records it (InProcessWorld::ended_by()) and returns.

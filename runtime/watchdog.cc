@@ -85,7 +85,7 @@ void Watchdog::end_now() {
   std::string why;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!failure_) return;
+    if (!failure_ || !transport_.failures_end_job()) return;
     why = failure_->message() + " (the program ended after the error)";
   }
   end_job(why);
@@ -133,7 +133,7 @@ void Watchdog::loop() {
               " (KOLO_DATA_TIMEOUT_SECONDS): a rank has died, hung, or lost its network link";
       }
     }
-    if (!why && failure_ && now >= grace_ends_) why = failure_->message();
+    if (!why && failure_ && now >= grace_ends_ && transport_.failures_end_job()) why = failure_->message();
     if (!why && failure_ && !silent_) {
       lock.unlock();
       hold_roll_call();

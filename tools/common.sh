@@ -27,7 +27,7 @@ KOLO_TOOL_JOBS="${KOLO_TOOL_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 KOLO_PACKAGES=(
   build-essential cmake ninja-build ccache python3
   openmpi-bin libopenmpi-dev
-  libeigen3-dev libdnnl-dev ocl-icd-opencl-dev catch2 nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libeigen3-dev libdnnl-dev ocl-icd-opencl-dev catch2 nlohmann-json3-dev libcli11-dev zlib1g-dev libgloo-dev
   dataset-fashion-mnist
   # The scaling plots; the single-machine SLURM cluster and the network-namespace hosts
   # (ip, tc) that tests/cluster starts.

@@ -16,7 +16,7 @@
 #
 # The switches (CMakeLists.txt, cmake/KoloCuda.cmake, models/CMakeLists.txt):
 #   KOLO_BUILD_TESTS, KOLO_BUILD_EXAMPLES, KOLO_BUILD_BENCHMARKS   ON/OFF, default ON
-#   KOLO_CUDA, KOLO_ONEDNN, KOLO_TORCH     AUTO/ON/OFF, default AUTO (ON fails without the library)
+#   KOLO_CUDA, KOLO_ONEDNN, KOLO_TORCH, KOLO_GLOO   AUTO/ON/OFF, default AUTO (ON fails without the library)
 #   KOLO_NATIVE                            ON/OFF, default ON
 #   KOLO_SANITIZE                          OFF/address/thread, default OFF (tools/sanitize.sh)
 #   KOLO_BUILD_FUZZERS                     OFF/ON, default OFF (clang only; tools/fuzz.sh)
@@ -52,6 +52,9 @@ CASES=(
   "KOLO_CUDA=OFF|-DKOLO_CUDA=OFF|says GPU code (KOLO_WITH_CUDA): OFF"
   "KOLO_ONEDNN=OFF|-DKOLO_ONEDNN=OFF|says (KOLO_WITH_ONEDNN): OFF"
   "KOLO_NATIVE=OFF|-DKOLO_NATIVE=OFF|-"
+  "KOLO_GLOO=OFF|-DKOLO_GLOO=OFF|no-target kolo_gloo_scenarios"
+  "KOLO_GLOO=ON|-DKOLO_GLOO=ON|target kolo_gloo_scenarios"
+  "KOLO_GLOO=bogus (refused)|-DKOLO_GLOO=bogus|says KOLO_GLOO='bogus': expected AUTO, ON or OFF"
   "KOLO_CUDA=bogus (refused)|-DKOLO_CUDA=bogus|says KOLO_CUDA='bogus': expected AUTO, ON or OFF"
   "KOLO_ONEDNN=bogus (refused)|-DKOLO_ONEDNN=bogus|says KOLO_ONEDNN='bogus': expected AUTO, ON or OFF"
   "KOLO_TORCH=OFF|-DKOLO_TORCH=OFF|no-target kolo_torch_python"

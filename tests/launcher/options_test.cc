@@ -91,8 +91,10 @@ TEST_CASE("horovodrun's one-dash long flags -hostfile and -cb are its double-das
 }
 
 TEST_CASE("horovodrun's flags that kolorun lacks are refused with the reason, not as unknown", "[options]") {
-  CHECK(error_of({"--gloo", "-np", "2", "prog"}) ==
-        "kolorun: --gloo is not supported: kolo runs on MPI only (see kolorun --help)");
+  CHECK(error_of({"--jsrun", "-np", "2", "prog"}) ==
+        "kolorun: --jsrun is not supported: kolorun starts the ranks with mpirun or srun (see --launcher) (see kolorun --help)");
+  CHECK(parse({"--gloo", "-np", "2", "prog"}).gloo);
+  CHECK_THAT(error_of({"--gloo", "--mpi", "-np", "2", "prog"}), Contains("excludes"));
   // Flags named after a Horovod setting kolo does not implement give that setting's reason.
   CHECK(error_of({"-np", "2", "--num-nccl-streams", "2", "prog"}) ==
         "kolorun: --num-nccl-streams is not supported: kolo uses one NCCL stream per device (see kolorun --help)");

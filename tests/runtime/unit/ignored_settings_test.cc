@@ -61,8 +61,10 @@ TEST_CASE("Horovod variables kolo does not implement are named with the reason, 
   CHECK(warnings_for({{"KOLO_NUM_NCCL_STREAMS", "4"}}) ==
         Lines{"KOLO_NUM_NCCL_STREAMS=4 is ignored: kolo uses one NCCL stream per device"});
   CHECK(warnings_for({{"HOROVOD_CONTROLLER", "gloo"}, {"HOROVOD_CPU_OPERATIONS", "gloo"}}) ==
-        Lines{"HOROVOD_CONTROLLER=gloo is ignored: kolo negotiates over MPI only (no Gloo controller)",
-              "HOROVOD_CPU_OPERATIONS=gloo is ignored: kolo runs the collectives of CPU tensors with MPI only"});
+        Lines{"HOROVOD_CONTROLLER=gloo is ignored: kolo negotiates over the job's transport: Gloo under kolorun "
+              "--gloo, else MPI",
+              "HOROVOD_CPU_OPERATIONS=gloo is ignored: kolo runs the collectives of CPU tensors on the job's "
+              "transport: Gloo under kolorun --gloo, else MPI"});
   CHECK(warnings_for({{"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "5"}}) ==
         Lines{"HOROVOD_AUTOTUNE_WARMUP_SAMPLES=5 is ignored: kolo's autotuner is a plain grid search "
               "(no warm-up samples, no Bayesian optimisation)"});
