@@ -11,8 +11,11 @@
 #include <vector>
 
 #include "command.h"
+#include "environment.h"
 #include "hosts.h"
+#include "job_output.h"
 #include "options.h"
+#include "rendezvous/protocol.h"
 
 namespace kolo::launcher {
 
@@ -31,6 +34,19 @@ std::vector<GlooWorker> plan_gloo_workers(int num_ranks, const std::vector<HostS
 // Whether `host` names this machine (localhost, a loopback address, this host's name): its
 // workers start as kolorun's children, the others through the remote agent.
 bool is_this_host(const std::string& host);
+
+// What the static and the elastic launch share:
+// - where the workers reach kolorun: the loopback address when they all run here, else
+//   this host's name (or KOLO_GLOO_RENDEZVOUS_ADDR from kolorun's environment);
+std::string server_address(const std::vector<GlooWorker>& workers, const Environment& env);
+// - a worker's variables: the flags', and where and who it is (runtime/gloo_job.h);
+std::vector<EnvVar> worker_variables(const GlooWorker& worker, const LaunchOptions& options,
+                                     const std::string& address, int port, const rendezvous::Secret& secret);
+// - its command: the program here, or the remote agent's command line for another host;
+std::vector<std::string> worker_argv(const GlooWorker& worker, const LaunchOptions& options,
+                                     const std::vector<EnvVar>& variables, const LaunchContext& context);
+// - "kolorun: rank 1 (on node1) exited with code 3; its last lines:" and those lines.
+std::string describe_worker_failure(int rank, const std::string& host, int exit_code, const JobOutput& output);
 
 // Runs the job; returns kolorun's exit status (as main.cc's for mpirun).
 int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hosts, const LaunchContext& context);

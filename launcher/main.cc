@@ -21,6 +21,7 @@
 
 #include "check_build.h"
 #include "command.h"
+#include "elastic_driver.h"
 #include "exit_report.h"
 #include "gloo_launch.h"
 #include "job_output.h"
@@ -185,6 +186,7 @@ int main(int argc, char** argv) {
     }
     if (options->gloo) {
       check_program(options->command.front(), context.environment);
+      if (options->elastic()) return run_elastic_job(*options, hosts, context);
       return run_gloo_job(*options, hosts, context);
     }
     return launch(*options, hosts, context);

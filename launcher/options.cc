@@ -47,6 +47,8 @@ int parse_rank_count(const std::string& text) {
 constexpr std::pair<std::string_view, std::string_view> kSingleDashFlags[] = {
     {"-np", "--np"}, {"-hostfile", "--hostfile"}, {"-cb", "--check-build"}};
 
+constexpr std::string_view kTwoValueFlag = "--blacklist-cooldown-range";
+
 std::vector<std::string> respell_for_cli11(std::vector<std::string> args, const CLI::App& app) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string& token = args[i];
@@ -65,6 +67,11 @@ std::vector<std::string> respell_for_cli11(std::vector<std::string> args, const 
     }
     const bool value_attached = token.find('=') != std::string::npos ||
                                 (token.size() > 2 && token[1] != '-');  // -Hhost:2
+    if (token == kTwoValueFlag && i + 2 < args.size()) {
+      // horovodrun's `--blacklist-cooldown-range MIN MAX`: one value for CLI11, "MIN MAX".
+      args[i + 1] += " " + args[i + 2];
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+    }
     if (takes_value && !value_attached) ++i;
   }
   return args;
@@ -77,7 +84,6 @@ std::vector<std::string> respell_for_cli11(std::vector<std::string> args, const 
 constexpr std::string_view kSshOptions =
     "kolorun starts the ranks with mpirun or srun: give ssh's options to Open MPI, e.g. "
     "OMPI_MCA_plm_rsh_args='-p 2222 -i ~/.ssh/key' in the environment";
-constexpr std::string_view kNoElastic = why_unimplemented("ELASTIC");
 constexpr std::string_view kNoTimestamps = why_unimplemented("LOG_HIDE_TIME");
 constexpr std::pair<std::string_view, std::string_view> kHorovodrunOnlyFlags[] = {
     {"-p", kSshOptions},
@@ -93,14 +99,6 @@ constexpr std::pair<std::string_view, std::string_view> kHorovodrunOnlyFlags[] =
                                     "--hierarchical-allreduce out"},
     {"--no-hierarchical-allgather", "kolo's autotuner never turns the hierarchical allgather on: leave "
                                     "--hierarchical-allgather out"},
-    {"--min-np", kNoElastic},
-    {"--min-num-proc", kNoElastic},
-    {"--max-np", kNoElastic},
-    {"--max-num-proc", kNoElastic},
-    {"--slots-per-host", kNoElastic},
-    {"--reset-limit", kNoElastic},
-    {"--blacklist-cooldown-range", kNoElastic},
-    {"--host-discovery-script", kNoElastic},
     {"--log-with-timestamp", kNoTimestamps},
     {"--log-without-timestamp", kNoTimestamps},
     {"--log-hide-timestamp", kNoTimestamps},
@@ -223,6 +221,24 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
                  "seconds after a rank has failed before kolorun kills the ranks still running")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  // Elastic jobs (docs/elastic.md).
+  app.add_option("--min-np,--min-num-proc", o.min_np, "elastic: the fewest workers the job runs with")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-np,--max-num-proc", o.max_np, "elastic: the most workers the job grows to")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--slots-per-host,--slots", o.slots_per_host,
+                 "elastic: the slots of a discovered host that does not say (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--host-discovery-script", o.host_discovery_script,
+                 "elastic: a program printing the available hosts, one 'host[:slots]' per line; run every second");
+  app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
+                 "elastic: seconds a re-forming job waits for its workers and for --min-np slots (default 600)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--reset-limit", o.reset_limit, "elastic: the job fails after this many re-formings")
+      ->check(CLI::NonNegativeNumber);
+  std::string cooldown_range;
+  app.add_option("--blacklist-cooldown-range", cooldown_range,
+                 "elastic: MIN MAX seconds a failed host stays out (a random time between); default: for good");
   app.add_option("--output-filename", o.output_filename,
                  "directory for per-rank logs: DIR/rank.N/stdout and DIR/rank.N/stderr");
   std::string mpi_args;
@@ -262,7 +278,25 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   if (hostfile->count() > 0 && o.hostfile.empty())
     bad_command_line("--hostfile must name a file of hosts, not ''");
   if (o.check_build) return o;
-  if (np->count() == 0) bad_command_line("-np N is required (the number of ranks)");
+  if (!cooldown_range.empty()) {
+    std::istringstream in(cooldown_range);
+    double low = -1, high = -1;
+    std::string rest;
+    if (!(in >> low >> high) || (in >> rest) || !(low >= 0 && high >= low))
+      bad_command_line("--blacklist-cooldown-range MIN MAX needs two numbers of seconds, 0 <= MIN <= MAX, not '" +
+                       cooldown_range + "'");
+    o.blacklist_cooldown = std::pair{low, high};
+  }
+  if (o.elastic()) {
+    if (o.min_np && o.max_np && *o.min_np > *o.max_np)
+      bad_command_line("--min-np " + std::to_string(*o.min_np) + " is more than --max-np " + std::to_string(*o.max_np));
+    if (o.host_discovery_script.empty() && hostfile->count() == 0 && hosts->count() == 0 && np->count() == 0 &&
+        !o.min_np)
+      bad_command_line("an elastic job needs -np or --min-np, or hosts (-H, --hostfile, --host-discovery-script)");
+    o.gloo = true;  // an elastic job runs on Gloo: MPI cannot re-form
+  }
+  if (np->count() == 0 && o.elastic() && o.min_np) num_ranks = std::to_string(*o.min_np);
+  if (np->count() == 0 && num_ranks.empty()) bad_command_line("-np N is required (the number of ranks)");
   o.num_ranks = parse_rank_count(num_ranks);
   if (o.command.empty()) bad_command_line("no program given: kolorun -np N [flags] program [args...]");
   return o;

@@ -21,6 +21,17 @@ struct LaunchOptions {
   bool check_build = false;
   bool gloo = false;                 // --gloo: kolorun starts the workers over Gloo (gloo_launch.h)
 
+  // Elastic jobs (elastic_driver.h), with horovodrun's meanings. --min-np, --max-np or
+  // --host-discovery-script makes the job elastic (and Gloo); -np is then the number to
+  // start with (default --min-np).
+  std::optional<int> min_np, max_np;
+  std::optional<int> slots_per_host;      // --slots-per-host (--slots): a discovered host's slots
+  std::string host_discovery_script;      // prints "host[:slots]" lines; run every second
+  double elastic_timeout_seconds = 600;   // a re-forming job's wait for its workers and hosts
+  std::optional<int> reset_limit;         // re-formings allowed; unset: no limit
+  std::optional<std::pair<double, double>> blacklist_cooldown;  // seconds; unset: a failed host stays out
+  bool elastic() const { return min_np || max_np || !host_discovery_script.empty(); }
+
   // Runtime settings, forwarded to every rank as KOLO_ variables (environment.cc).
   // Unset: the ranks' own environment (or kolo's default) decides.
   std::optional<double> fusion_threshold_mb;

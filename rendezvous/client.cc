@@ -71,6 +71,11 @@ std::string Client::wait_for(const std::string& key, std::chrono::milliseconds t
   return std::move(*value);
 }
 
+bool Client::hosts_changed(const std::string& host, int slot, int64_t round) {
+  const Answer answer = call(Kind::Hosts, host, std::to_string(slot) + " " + std::to_string(round));
+  return answer.status == Status::Ok && answer.value == "1";
+}
+
 Place Client::wait_for_place(const std::string& host, int slot, int64_t after_round,
                              std::chrono::milliseconds timeout) {
   const std::string request = std::to_string(slot) + " " + std::to_string(after_round);

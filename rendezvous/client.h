@@ -31,6 +31,9 @@ class Client {
   // This worker's place (`slot` on `host`) in the first round after `after_round`.
   Place wait_for_place(const std::string& host, int slot, int64_t after_round, std::chrono::milliseconds timeout);
 
+  // Whether the job's hosts changed since `round` began (elastic jobs).
+  bool hosts_changed(const std::string& host, int slot, int64_t round);
+
   // The local address of the last connection to the server: the address by which the
   // others reach this host (what Gloo listens on unless told otherwise).
   const std::string& local_address() const { return local_address_; }

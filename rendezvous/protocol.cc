@@ -136,7 +136,7 @@ ParsedRequest parse_request(std::string_view bytes) {
   if (bytes.size() < kRequestHeader) return parsed;
   if (uint8_t(bytes[4]) != kVersion) return malformed("protocol version " + std::to_string(uint8_t(bytes[4])));
   const uint8_t kind = uint8_t(bytes[5]);
-  if (kind < uint8_t(Kind::Set) || kind > uint8_t(Kind::Slot)) return malformed("request kind " + std::to_string(kind));
+  if (kind < uint8_t(Kind::Set) || kind > uint8_t(Kind::Hosts)) return malformed("request kind " + std::to_string(kind));
   const uint32_t key_bytes = get_u32(bytes, 8 + kSecretBytes), value_bytes = get_u32(bytes, 12 + kSecretBytes);
   if (key_bytes > kMaxKeyBytes) return malformed("a key of " + std::to_string(key_bytes) + " bytes");
   if (value_bytes > kMaxValueBytes) return malformed("a value of " + std::to_string(value_bytes) + " bytes");

@@ -35,7 +35,8 @@ bool same_secret(const Secret& a, const Secret& b);
 enum class Kind : uint8_t {
   Set = 1,   // store value under key
   Get = 2,   // the value under key: Ok with it, or Missing
-  Slot = 3,  // key "host", value "slot after_round": this worker's place (membership.h)
+  Slot = 3,   // key "host", value "slot after_round": this worker's place (server.h's Membership)
+  Hosts = 4,  // key "host", value "slot round": "1" when the job's hosts changed since that round began
 };
 
 enum class Status : uint8_t {

@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 // ones wait in the listen queue.
 constexpr size_t kMaxConnections = 1024;
 
-// "slot after_round" of a Slot request.
+// "slot round" of a Slot or Hosts request.
 bool parse_slot_request(const std::string& text, int* slot, int64_t* after_round) {
   const char* end = text.data() + text.size();
   auto [p, e1] = std::from_chars(text.data(), end, *slot);
@@ -79,12 +79,14 @@ Answer Server::answer(const Request& request) {
       if (it == store_.end()) return {Status::Missing, ""};
       return {Status::Ok, it->second};
     }
-    case Kind::Slot: {
+    case Kind::Slot:
+    case Kind::Hosts: {
       int slot = 0;
-      int64_t after_round = 0;
-      if (!parse_slot_request(request.value, &slot, &after_round))
-        return {Status::Bad, "a slot request is 'slot after_round', got '" + request.value + "'"};
-      return membership_.place(request.key, slot, after_round);
+      int64_t round = 0;
+      if (!parse_slot_request(request.value, &slot, &round))
+        return {Status::Bad, "a worker's request is 'slot round', got '" + request.value + "'"};
+      if (request.kind == Kind::Hosts) return membership_.hosts_changed(request.key, slot, round);
+      return membership_.place(request.key, slot, round);
     }
   }
   return {Status::Bad, "unknown request kind"};

@@ -30,6 +30,9 @@ class Membership {
   // to_text(place); Missing while that round is not decided yet; Gone (with why) when this
   // worker is not part of the job any more.
   virtual Answer place(const std::string& host, int slot, int64_t after_round) = 0;
+  // Whether hosts were added or removed since `round` began (an elastic job's workers ask
+  // at each commit): Ok with "1" or "0".
+  virtual Answer hosts_changed(const std::string& host, int slot, int64_t round) { return {Status::Ok, "0"}; }
 };
 
 class Server {

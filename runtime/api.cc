@@ -51,6 +51,7 @@ GlobalSets g_sets;
 bool g_kolo_initialised_mpi = false;  // so kolo finalises it, even after an init() that failed
 bool g_owns_mpi = false;              // the running kolo finalises MPI at shutdown
 int64_t g_last_gloo_round = 0;        // a Gloo job's last round this process was part of
+bool g_gloo_running = false;          // the running kolo is on Gloo
 thread_local ProcessSets* t_sets = nullptr;  // bind_thread_to()
 
 // The process sets this thread's calls reach, or null.
@@ -449,6 +450,7 @@ void init(const std::vector<std::vector<int>>& process_sets) {
     auto transport = std::make_unique<GlooTransport>(*job, g_last_gloo_round, config);
     g_last_gloo_round = transport->round();
     start(std::move(transport), config, process_sets);
+    g_gloo_running = true;
     return;
 #else
     throw Error(StatusCode::Unsupported,
@@ -476,6 +478,7 @@ void init(const std::vector<std::vector<int>>& process_sets) {
   }
   require_thread_multiple();
   start(std::make_unique<MpiTransport>(MPI_COMM_WORLD, config, steady_clock()), config, process_sets);
+  g_gloo_running = false;
 }
 
 void init(MPI_Comm comm) { init(comm, {}); }
@@ -546,6 +549,10 @@ bool is_homogeneous() { return runtime()->transport().topology().homogeneous; }
 std::string describe_configuration() { return runtime()->config().describe(); }
 
 bool mpi_built() { return true; }
+bool gloo_built() { return KOLO_WITH_GLOO; }
+bool gloo_enabled() { return is_initialized() && g_gloo_running; }
+bool mpi_enabled() { return is_initialized() && !g_gloo_running; }
+int64_t current_gloo_round() { return g_gloo_running ? g_last_gloo_round : 0; }
 int nccl_built() { return build_info().nccl_version_code; }
 bool cuda_built() { return build_info().cuda; }
 bool mpi_threads_supported() {

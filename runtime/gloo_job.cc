@@ -48,6 +48,7 @@ std::optional<GlooJob> gloo_job_from_environment() {
   job.host = required("HOSTNAME");
   job.slot = integer("LOCAL_RANK", required("LOCAL_RANK"), 0, 1 << 20);
   job.iface = job_variable("GLOO_IFACE").value_or("");
+  job.elastic = job_variable("ELASTIC").value_or("0") == "1";
   return job;
 }
 

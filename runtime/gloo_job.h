@@ -22,16 +22,20 @@ struct GlooJob {
   int slot = 0;                 // KOLO_LOCAL_RANK at launch: this worker's slot on the host
   std::string iface;            // KOLO_GLOO_IFACE: the interface to listen on ("": the one
                                 // this host reaches kolorun by)
-  bool elastic = false;         // failures are the program's to recover from (not yet set
-                                // by kolorun: elastic jobs are still to come)
+  bool elastic = false;         // KOLO_ELASTIC=1: failures are the program's to recover from
 };
 // The variables above without their KOLO_ (or HOROVOD_) prefix: they describe the launch,
 // and are no settings (ignored_settings.cc).
 inline constexpr std::string_view kGlooJobVariables[] = {"GLOO_RENDEZVOUS_ADDR", "GLOO_RENDEZVOUS_PORT",
-                                                         "GLOO_SECRET", "HOSTNAME", "LOCAL_RANK", "GLOO_IFACE"};
+                                                         "GLOO_SECRET", "HOSTNAME", "LOCAL_RANK", "GLOO_IFACE",
+                                                         "ELASTIC"};
 // nullopt when the environment names no rendezvous server (not a Gloo job); throws
 // kolo::Error(InvalidArgument) naming a variable that is missing or wrong.
 std::optional<GlooJob> gloo_job_from_environment();
+
+// The round of the Gloo job the running kolo is part of; 0 when kolo runs on MPI or not at
+// all (api.cc).
+int64_t current_gloo_round();
 
 // Where `rank` sits, from every rank's host: the ranks of one host are a node, in rank
 // order; nodes are numbered by their lowest rank; cross ranks share a local rank.

@@ -13,7 +13,6 @@ namespace unimplemented_detail {
 constexpr std::string_view kGridSearch =
     "kolo's autotuner is a plain grid search (no warm-up samples, no Bayesian optimisation)";
 constexpr std::string_view kNoCcl = "kolo has no oneCCL backend";
-constexpr std::string_view kNoElastic = "kolo has no elastic mode: its ranks are fixed at init()";
 
 struct Unimplemented {
   std::string_view name;  // after KOLO_ or HOROVOD_
@@ -32,8 +31,7 @@ constexpr Unimplemented kSettings[] = {
     {"CPU_OPERATIONS", "kolo runs the collectives of CPU tensors on the job's transport: Gloo under kolorun --gloo, else MPI"},
     {"DISABLE_GROUP_FUSION", "kolo fuses a group's tensors like any others"},
     {"DISABLE_NVTX_RANGES", "kolo emits no NVTX ranges"},
-    {"ELASTIC", kNoElastic},
-    {"ELASTIC_TIMEOUT", kNoElastic},
+    {"ELASTIC_TIMEOUT", "kolorun --elastic-timeout bounds a re-forming job's waits"},
     {"ENABLE_ASYNC_COMPLETION", "kolo always completes GPU operations asynchronously, by CUDA event"},
     {"ENABLE_XLA_OPS", "kolo has no TensorFlow or XLA integration"},
     {"GLOO_TIMEOUT_SECONDS", "KOLO_CONTROL_TIMEOUT_SECONDS bounds every wait of Gloo's, as of MPI's"},

@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "kolo/elastic.h"
 #include "kolo/torch.h"
 
 namespace py = pybind11;
@@ -49,6 +50,11 @@ void define_lifetime(py::module_& m) {
   m.def("cross_size", &cross_size);
   m.def("is_homogeneous", &is_homogeneous);
   m.def("mpi_built", &mpi_built);
+  m.def("gloo_built", &gloo_built);
+  m.def("gloo_enabled", &gloo_enabled);
+  m.def("mpi_enabled", &mpi_enabled);
+  m.def("is_elastic", &kolo::elastic::is_elastic);
+  m.def("hosts_changed", &kolo::elastic::hosts_changed, release_gil());
   m.def("nccl_built", &nccl_built);
   m.def("cuda_built", &cuda_built);
   m.def("mpi_threads_supported", &mpi_threads_supported);

@@ -325,7 +325,10 @@ struct BuildInfo {
 };
 BuildInfo build_info();
 // Horovod's build and environment queries. Need no init(), except the last two.
-bool mpi_built();    // always: kolo runs over MPI
+bool mpi_built();    // always: kolo is built with MPI
+bool gloo_built();   // this build has the Gloo transport (kolorun --gloo, elastic jobs)
+bool gloo_enabled(); // kolo runs on Gloo now (a kolorun --gloo or elastic worker)
+bool mpi_enabled();  // kolo runs on MPI now
 int nccl_built();    // as Horovod's: the NCCL_VERSION_CODE kolo was built with, 0 without NCCL
 bool cuda_built();
 bool mpi_threads_supported();  // MPI's thread level is MPI_THREAD_MULTIPLE

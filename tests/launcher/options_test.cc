@@ -105,8 +105,6 @@ TEST_CASE("horovodrun's flags that kolorun lacks are refused with the reason, no
   CHECK_THAT(error_of({"-p", "2222", "-np", "2", "prog"}), Contains("-p is not supported"));
   CHECK_THAT(error_of({"-p", "2222", "-np", "2", "prog"}), Contains("OMPI_MCA_plm_rsh_args"));
   CHECK_THAT(error_of({"-np", "2", "--ssh-identity-file", "key", "prog"}), Contains("OMPI_MCA_plm_rsh_args"));
-  CHECK_THAT(error_of({"-np", "2", "--min-np", "1", "prog"}), Contains("kolo has no elastic mode"));
-  CHECK_THAT(error_of({"-np", "2", "--elastic-timeout", "60", "prog"}), Contains("kolo has no elastic mode"));
   CHECK_THAT(error_of({"-np", "2", "--config-file", "c.yaml", "prog"}), Contains("no configuration file"));
   CHECK_THAT(error_of({"-np", "2", "--tcp", "prog"}), Contains("NCCL_IB_DISABLE=1"));
   CHECK_THAT(error_of({"--version"}), Contains("--check-build prints kolo's version"));
@@ -170,4 +168,21 @@ TEST_CASE("an empty -H or --hostfile is refused, not read as this machine", "[op
         "kolorun: --hostfile must name a file of hosts, not '' (see kolorun --help)");
   // -H is checked with the command line, before anything looks at the machine.
   CHECK_THAT(error_of({"-np", "2", "-H", "node0:2,node0:2", "prog"}), Contains("listed twice"));
+}
+
+TEST_CASE("elastic flags make an elastic Gloo job, with horovodrun's meanings", "[options][elastic]") {
+  const LaunchOptions o = parse({"--min-np", "2", "--max-np", "4", "--host-discovery-script", "./hosts.sh",
+                                 "--slots-per-host", "2", "--elastic-timeout", "60", "--reset-limit", "3",
+                                 "--blacklist-cooldown-range", "10", "100", "prog"});
+  CHECK((o.elastic() && o.gloo && o.min_np == 2 && o.max_np == 4 && o.slots_per_host == 2));
+  CHECK((o.host_discovery_script == "./hosts.sh" && o.elastic_timeout_seconds == 60 && o.reset_limit == 3));
+  CHECK(o.blacklist_cooldown == std::pair{10.0, 100.0});
+  CHECK(o.num_ranks == 2);  // -np defaults to --min-np
+  CHECK(o.command == std::vector<std::string>{"prog"});
+  CHECK(parse({"-np", "3", "--max-np", "4", "prog"}).num_ranks == 3);
+  CHECK_FALSE(parse({"-np", "3", "prog"}).elastic());
+  CHECK_THAT(error_of({"--min-np", "3", "--max-np", "2", "prog"}), Contains("--min-np 3 is more than --max-np 2"));
+  CHECK_THAT(error_of({"--min-np", "2", "--blacklist-cooldown-range", "5", "1", "prog"}),
+             Contains("0 <= MIN <= MAX"));
+  CHECK_THAT(error_of({"--min-np", "0", "prog"}), Contains("--min-np"));
 }

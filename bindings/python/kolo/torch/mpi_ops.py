@@ -61,17 +61,25 @@ cuda_built = _C.cuda_built
 stop_timeline = _C.stop_timeline
 
 
+gloo_built = _C.gloo_built
+
+
 def mpi_enabled():
-    """kolo always runs over MPI."""
-    return True
+    """kolo runs over MPI now (False in a kolorun --gloo or elastic job)."""
+    return _C.mpi_enabled()
 
 
-def gloo_built():
-    """kolo has no Gloo, DDL, oneCCL or ROCm backend."""
+def gloo_enabled():
+    """kolo runs over Gloo now (a kolorun --gloo or elastic job)."""
+    return _C.gloo_enabled()
+
+
+def ddl_built():
+    """kolo has no DDL, oneCCL or ROCm backend."""
     return False
 
 
-gloo_enabled = ddl_built = ccl_built = rocm_built = gloo_built
+ccl_built = rocm_built = ddl_built
 
 
 def init(comm=None, process_sets=None):

@@ -1,0 +1,69 @@
+"""kolo.torch.elastic: horovod.torch.elastic on kolo. A script run by kolorun with --min-np,
+--max-np or --host-discovery-script goes on when workers are lost, and grows when hosts
+appear (docs/elastic.md):
+
+    state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, batch=0)
+
+    @hvd.elastic.run
+    def train(state):
+        for state.epoch in range(state.epoch, epochs):
+            for state.batch, (data, target) in enumerate(loader):   # sampler=ElasticSampler
+                ...
+                state.sampler.record_batch(state.batch, batch_size)
+                if state.batch % 10 == 0:
+                    state.commit()
+            state.sampler.set_epoch(state.epoch + 1)   # at the end of the epoch
+            state.batch = 0
+            state.commit()
+
+    train(state)
+"""
+import functools
+import sys
+
+from kolo.torch import _C
+from kolo.torch.elastic.sampler import ElasticSampler
+from kolo.torch.elastic.state import HostsUpdatedInterrupt, ObjectState, State, TorchState
+from kolo.torch.mpi_ops import KoloError, init, shutdown
+
+__all__ = ['run', 'State', 'ObjectState', 'TorchState', 'ElasticSampler', 'HostsUpdatedInterrupt']
+
+
+def _reset():
+    shutdown()
+    try:
+        init()
+    except KoloError as e:
+        if e.code == 'Aborted':  # kolorun says this worker is no longer part of the job
+            print(f'kolo: this worker leaves the job: {e}', file=sys.stderr, flush=True)
+            sys.exit(0)
+        raise
+
+
+def run(func):
+    """Runs `func(state, ...)` until it returns, across lost workers and host changes:
+    state.sync() first; on a failed collective (a lost worker: KoloError with code
+    "CommFailure", Horovod's HorovodInternalError) state.restore(), then a reset; on
+    HostsUpdatedInterrupt (raised by state.commit() on every rank at once) a reset. A reset
+    re-forms kolo with the job's workers of the next round (shutdown(), init()), calls the
+    state's reset callbacks, and syncs the state from the new rank 0, the longest-serving
+    worker. Outside an elastic job, func runs once and errors propagate."""
+    @functools.wraps(func)
+    def wrapper(state, *args, **kwargs):
+        reset_required = False
+        while True:
+            if reset_required:
+                _reset()
+                state.on_reset()
+            state.sync()
+            try:
+                return func(state, *args, **kwargs)
+            except KoloError as e:
+                if e.code != 'CommFailure' or not _C.is_elastic():
+                    raise
+                state.restore()
+            except HostsUpdatedInterrupt:
+                if not _C.is_elastic():
+                    raise
+            reset_required = True
+    return wrapper

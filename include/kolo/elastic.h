@@ -1,0 +1,89 @@
+// Elastic training in C++: Horovod's elastic API (horovod.common.elastic) for kolo's own
+// training loops. A job that kolorun runs with --min-np/--max-np/--host-discovery-script
+// loses workers and gains them while it trains (docs/elastic.md):
+//
+//   MyState state(model, optimizer);          // a kolo::elastic::State
+//   kolo::elastic::run(state, [&] {
+//     for (; state.epoch < epochs; ++state.epoch) {
+//       for (...) { train one batch; if (batch % 10 == 0) state.commit(); }
+//     }
+//   });
+//
+// run() syncs the state from rank 0, then calls the training function. When a worker is
+// lost, a collective fails with CommFailure on the others: run() restores the last
+// committed state, re-forms kolo with the workers left (reset(): shutdown(), init()), syncs
+// and calls the function again. When hosts are added or removed, commit() throws
+// HostsUpdatedInterrupt on every rank at the same step: run() re-forms without restoring.
+// Outside an elastic job, run() just calls the function, and a failure ends it as usual.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include "kolo/kolo.h"
+
+namespace kolo::elastic {
+
+// commit() and check_host_updates() throw it on every rank at once when the job's hosts
+// changed. (Horovod's skip_sync is always false here: run() always syncs after a reset.)
+class HostsUpdatedInterrupt : public std::runtime_error {
+ public:
+  HostsUpdatedInterrupt() : std::runtime_error("kolo: the job's hosts changed; re-forming") {}
+};
+
+// This process is a worker of an elastic kolorun job.
+bool is_elastic();
+// Whether kolorun says the job's hosts changed since this worker's round began: this
+// worker's own answer (no collective). False outside an elastic job.
+bool hosts_changed();
+// shutdown(), then init(): joins the job's next round. Throws kolo::Error(Aborted) when
+// kolorun says this worker is no longer part of the job (its host was removed).
+void reset();
+
+class State {
+ public:
+  virtual ~State() = default;
+  // Keeps the current state in memory (the last commit).
+  virtual void save() = 0;
+  // Goes back to the last commit.
+  virtual void restore() = 0;
+  // Makes every rank's state rank 0's (collective).
+  virtual void sync() = 0;
+
+  // save(), then check_host_updates(). Commit every few batches: a failure loses the
+  // batches since the last commit.
+  void commit();
+  // Collective: throws HostsUpdatedInterrupt on every rank when any rank has heard that
+  // the hosts changed.
+  void check_host_updates();
+  void register_reset_callbacks(std::vector<std::function<void()>> callbacks);
+  void on_reset();  // run() calls it after each reset
+
+ private:
+  std::vector<std::function<void()>> reset_callbacks_;
+};
+
+// Runs `train` until it returns, across failures and host changes (see above).
+template <class Train>
+auto run(State& state, Train&& train) -> decltype(train()) {
+  bool reset_required = false;
+  for (;;) {
+    if (reset_required) {
+      reset();
+      state.on_reset();
+    }
+    state.sync();
+    try {
+      return train();
+    } catch (const Error& e) {
+      if (e.code() != StatusCode::CommFailure || !is_elastic()) throw;
+      state.restore();
+    } catch (const HostsUpdatedInterrupt&) {
+      if (!is_elastic()) throw;
+    }
+    reset_required = true;
+  }
+}
+
+}  // namespace kolo::elastic

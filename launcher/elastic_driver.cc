@@ -1,0 +1,434 @@
+#include "elastic_driver.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "environment.h"
+#include "gloo_launch.h"
+#include "job_output.h"
+#include "kolo/check.h"
+#include "rendezvous/server.h"
+#include "spawn_launcher.h"
+#include "worker_pool.h"
+
+namespace kolo::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::chrono::seconds kDiscoveryPeriod{1};  // as horovodrun polls its script
+constexpr std::chrono::seconds kDiscoveryBound{10};  // a script still running after this is killed
+// An elastic worker's negotiation timeout unless the user sets one: how soon the survivors
+// of a worker whose link was cut notice (Horovod's HOROVOD_GLOO_TIMEOUT_SECONDS default).
+constexpr const char* kElasticControlTimeout = "30";
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// Runs the discovery script, bounded; its standard output.
+std::string run_discovery(const std::string& script, const Environment& env) {
+  SpawnedLauncher p = spawn_launcher({"/bin/sh", "-c", script}, env, Terminal::Detached);
+  std::string out, err;
+  const auto deadline = Clock::now() + kDiscoveryBound;
+  while ((p.out_fd >= 0 || p.err_fd >= 0) && Clock::now() < deadline) {
+    std::vector<pollfd> polled;
+    for (int fd : {p.out_fd, p.err_fd})
+      if (fd >= 0) polled.push_back({fd, POLLIN, 0});
+    ::poll(polled.data(), polled.size(), 100);
+    for (const pollfd& q : polled) {
+      if (!q.revents) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(q.fd, buffer, sizeof buffer);
+      int& fd = q.fd == p.out_fd ? p.out_fd : p.err_fd;
+      if (n > 0) (q.fd == p.out_fd ? out : err).append(buffer, size_t(n));
+      else {
+        ::close(fd);
+        fd = -1;
+      }
+    }
+  }
+  for (int fd : {p.out_fd, p.err_fd})
+    if (fd >= 0) ::close(fd);
+  const bool timed_out = Clock::now() >= deadline;
+  if (timed_out) ::kill(-p.pid, SIGKILL);
+  int status = 0;
+  ::waitpid(p.pid, &status, 0);
+  KOLO_CHECK(!timed_out, StatusCode::IoError,
+             "kolorun: --host-discovery-script '" + script + "' did not finish within " +
+                 std::to_string(kDiscoveryBound.count()) + " s");
+  KOLO_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, StatusCode::IoError,
+             "kolorun: --host-discovery-script '" + script + "' failed (" +
+                 how_it_ended(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) + ")" +
+                 (err.empty() ? "" : ": " + err.substr(0, err.find('\n'))));
+  return out;
+}
+
+class ElasticJob final : public rendezvous::Membership {
+ public:
+  ElasticJob(const LaunchOptions& options, const std::vector<HostSlots>& hosts, const LaunchContext& context)
+      : options_(options), context_(context), fixed_hosts_(hosts), secret_(rendezvous::make_secret()),
+        output_({std::max(options.num_ranks, options.max_np.value_or(0)), options.output_filename, options.verbose}),
+        pool_(output_), random_(std::random_device{}()) {}
+
+  int run();
+
+  // ---- the server's thread ----
+  rendezvous::Answer place(const std::string& host, int slot, int64_t after_round) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Worker* w = worker_at(host, slot);
+    if (w == nullptr) return {rendezvous::Status::Gone, "kolorun runs no worker " + host + ":" + std::to_string(slot)};
+    if (!w->gone_why.empty()) return {rendezvous::Status::Gone, w->gone_why};
+    if (w->rank >= 0 && after_round < round_) return {rendezvous::Status::Ok, rendezvous::to_text({round_, w->rank, size_})};
+    if (w->rank >= 0) w->wants_next = true;  // it has left this round: a reset
+    return {rendezvous::Status::Missing, ""};
+  }
+  rendezvous::Answer hosts_changed(const std::string&, int, int64_t round) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool changed = round < round_ || hosts_version_ > round_hosts_version_;
+    return {rendezvous::Status::Ok, changed ? "1" : "0"};
+  }
+
+ private:
+  struct Worker {
+    std::string host;
+    int slot = 0;
+    size_t process = 0;        // in pool_
+    bool alive = true;         // its process has not exited
+    int64_t joined_round = 0;  // the first round it was part of
+    int rank = -1;             // in the current round; -1: not in it
+    bool wants_next = false;   // asked for a place after the current round
+    std::string gone_why;      // not part of the job any more: what it is told
+    bool accounted = false;    // its exit has been reported
+  };
+
+  // The running worker in a slot. Under mutex_.
+  Worker* worker_at(const std::string& host, int slot) {
+    for (auto it = workers_.rbegin(); it != workers_.rend(); ++it)
+      if (it->host == host && it->slot == slot && it->alive) return &*it;
+    return nullptr;
+  }
+  bool blacklisted(const std::string& host) const {
+    auto it = blacklist_.find(host);
+    return it != blacklist_.end() && (!it->second || Clock::now() < *it->second);
+  }
+  bool usable(const Worker& w) const {
+    if (blacklisted(w.host)) return false;
+    return std::any_of(hosts_.begin(), hosts_.end(),
+                       [&](const HostSlots& h) { return h.host == w.host && w.slot < h.slots.value_or(1); });
+  }
+  void blacklist(const std::string& host, const std::string& why);
+  void discover(bool force);
+  void pump();
+  bool round_succeeded();
+  bool reset_due();
+  std::vector<size_t> not_rejoined();
+  // Survivors of the round (longest-serving first) and free slots. Under mutex_; marks the
+  // workers on hosts that are gone.
+  std::pair<std::vector<Worker*>, std::vector<std::pair<std::string, int>>> candidates();
+  std::optional<int> form_round();
+  void start_worker(const std::string& host, int slot, int rank);
+  int end_job(int code, const std::string& why);
+
+  const LaunchOptions& options_;
+  const LaunchContext& context_;
+  const std::vector<HostSlots> fixed_hosts_;
+  const rendezvous::Secret secret_;
+  JobOutput output_;
+  WorkerPool pool_;
+  std::mt19937_64 random_;
+  std::unique_ptr<rendezvous::Server> server_;
+  std::string address_;
+
+  std::mutex mutex_;  // what the server's thread reads: workers_, round_, size_, the versions
+  std::vector<Worker> workers_;
+  int64_t round_ = 0;
+  int size_ = 0;
+  int64_t hosts_version_ = 0, round_hosts_version_ = 0;
+
+  // kolorun's thread only.
+  std::vector<HostSlots> hosts_;
+  std::map<std::string, std::optional<Clock::time_point>> blacklist_;  // nullopt: for good
+  std::set<std::string> back_after_cooldown_;
+  Clock::time_point next_discovery_ = Clock::now();
+  std::optional<Clock::time_point> reset_began_;
+  int resets_ = 0;
+  int interrupted_by_ = 0;
+};
+
+void ElasticJob::blacklist(const std::string& host, const std::string& why) {
+  std::optional<Clock::time_point> until;
+  std::string how_long = "for the rest of the job";
+  if (options_.blacklist_cooldown) {
+    std::uniform_real_distribution<double> seconds(options_.blacklist_cooldown->first, options_.blacklist_cooldown->second);
+    const double s = seconds(random_);
+    until = after(s);
+    char text[64];
+    std::snprintf(text, sizeof text, "for %.1f s", s);
+    how_long = text;
+  }
+  blacklist_[host] = until;
+  back_after_cooldown_.erase(host);
+  std::fprintf(stderr, "kolorun: host %s blacklisted %s (%s)\n", host.c_str(), how_long.c_str(), why.c_str());
+}
+
+void ElasticJob::discover(bool force) {
+  if (!force && Clock::now() < next_discovery_) return;
+  next_discovery_ = Clock::now() + kDiscoveryPeriod;
+  std::vector<HostSlots> now = fixed_hosts_;
+  if (!options_.host_discovery_script.empty())
+    now = parse_discovered_hosts(run_discovery(options_.host_discovery_script, context_.environment),
+                                 options_.slots_per_host.value_or(1));
+  else if (now.empty())
+    now = {{"localhost", std::max(options_.num_ranks, options_.max_np.value_or(0))}};
+  bool changed = now.size() != hosts_.size();
+  for (size_t i = 0; !changed && i < now.size(); ++i)
+    changed = now[i].host != hosts_[i].host || now[i].slots != hosts_[i].slots;
+  // A blacklisted host whose cooldown has ended is a host that came back.
+  for (const auto& [host, until] : blacklist_)
+    if (until && Clock::now() >= *until && back_after_cooldown_.insert(host).second) {
+      changed = true;
+      std::fprintf(stderr, "kolorun: host %s is back after its blacklist cooldown\n", host.c_str());
+    }
+  hosts_ = std::move(now);
+  if (changed && round_ > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++hosts_version_;
+  }
+}
+
+void ElasticJob::start_worker(const std::string& host, int slot, int rank) {
+  const int label = int(workers_.size());
+  const GlooWorker w{label, host, slot};
+  std::vector<EnvVar> variables = worker_variables(w, options_, address_, server_->port(), secret_);
+  variables.push_back({"KOLO_ELASTIC", "1"});
+  if (!find_variable(context_.environment, "KOLO_CONTROL_TIMEOUT_SECONDS") &&
+      !find_variable(context_.environment, "HOROVOD_CONTROL_TIMEOUT_SECONDS"))
+    variables.push_back({"KOLO_CONTROL_TIMEOUT_SECONDS", kElasticControlTimeout});
+  const std::vector<std::string> argv = worker_argv(w, options_, variables, context_);
+  if (options_.verbose) std::fprintf(stderr, "kolorun: worker %d on %s:%d\n", label, host.c_str(), slot);
+  Worker worker;
+  worker.host = host;
+  worker.slot = slot;
+  worker.process = pool_.start(argv, apply_changes(context_.environment, {}, variables), label);
+  worker.joined_round = round_;
+  worker.rank = rank;
+  workers_.push_back(std::move(worker));
+}
+
+void ElasticJob::pump() {
+  for (int sig : pool_.pump(std::chrono::milliseconds(100)))
+    if (!interrupted_by_) interrupted_by_ = sig;
+  // Exits: a worker of the round that failed starts a reset without it.
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Worker& w = workers_[i];
+    const std::optional<int> code = pool_.exit_code(w.process);
+    if (!code || w.accounted) continue;
+    w.accounted = true;
+    bool failed_in_round = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      w.alive = false;
+      failed_in_round = *code != 0 && w.rank >= 0 && w.gone_why.empty();
+      if (failed_in_round) w.rank = -1;
+    }
+    if (!failed_in_round) continue;
+    std::fputs(describe_worker_failure(int(i), w.host, *code, output_).c_str(), stderr);
+    blacklist(w.host, "its worker " + how_it_ended(*code));
+    std::fprintf(stderr, "kolorun: the job goes on without it\n");
+    reset_began_ = reset_began_.value_or(Clock::now());
+  }
+}
+
+bool ElasticJob::round_succeeded() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bool any = false;
+  for (const Worker& w : workers_) {
+    if (w.rank < 0) continue;
+    if (w.alive || pool_.exit_code(w.process) != 0) return false;
+    any = true;
+  }
+  return any;
+}
+
+bool ElasticJob::reset_due() {
+  if (reset_began_) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.rank >= 0 && w.wants_next; });
+}
+
+std::vector<size_t> ElasticJob::not_rejoined() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<size_t> waiting;
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i].rank >= 0 && !workers_[i].wants_next && workers_[i].alive) waiting.push_back(i);
+  return waiting;
+}
+
+std::pair<std::vector<ElasticJob::Worker*>, std::vector<std::pair<std::string, int>>> ElasticJob::candidates() {
+  std::vector<Worker*> members;
+  for (Worker& w : workers_) {
+    if (!w.alive || !w.gone_why.empty()) continue;
+    if (!usable(w)) {
+      w.gone_why = "its host " + w.host + " is no longer one of the job's usable hosts";
+      w.rank = -1;
+      continue;
+    }
+    members.push_back(&w);
+  }
+  std::stable_sort(members.begin(), members.end(), [](const Worker* a, const Worker* b) {
+    return std::pair(a->joined_round, a->rank < 0 ? INT32_MAX : a->rank) <
+           std::pair(b->joined_round, b->rank < 0 ? INT32_MAX : b->rank);
+  });
+  std::vector<std::pair<std::string, int>> free;
+  for (const HostSlots& h : hosts_) {
+    if (blacklisted(h.host)) continue;
+    for (int slot = 0; slot < h.slots.value_or(1); ++slot)
+      if (worker_at(h.host, slot) == nullptr) free.emplace_back(h.host, slot);
+  }
+  return {members, free};
+}
+
+std::optional<int> ElasticJob::form_round() {
+  if (round_ >= 1 && options_.reset_limit && ++resets_ > *options_.reset_limit)
+    return end_job(1, "the job has re-formed " + std::to_string(*options_.reset_limit) +
+                          " times, its --reset-limit, and would have to again");
+  const int min_np = options_.min_np.value_or(1);
+  const int target = std::max(min_np, round_ == 0 ? options_.num_ranks : options_.max_np.value_or(options_.num_ranks));
+  const auto give_up = after(options_.elastic_timeout_seconds);
+  for (;;) {  // enough slots for --min-np, or --elastic-timeout
+    int can_have = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto [members, free] = candidates();
+      can_have = int(members.size() + free.size());
+    }
+    if (can_have >= min_np) break;
+    if (Clock::now() >= give_up)
+      return end_job(1, "only " + std::to_string(can_have) + " worker slots are usable, fewer than --min-np " +
+                            std::to_string(min_np) + ", after waiting --elastic-timeout " +
+                            std::to_string(int(options_.elastic_timeout_seconds)) + " s for hosts");
+    pump();
+    try {
+      discover(false);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s (the hosts stay as they were)\n", e.what());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [members, free] = candidates();
+  ++round_;
+  for (Worker& w : workers_) w.rank = -1, w.wants_next = false;
+  int rank = 0;
+  for (Worker* w : members) w->rank = rank++;
+  for (const auto& [host, slot] : free)
+    if (rank < std::max(target, int(members.size()))) start_worker(host, slot, rank++);
+  size_ = rank;
+  round_hosts_version_ = hosts_version_;
+  reset_began_.reset();
+  if (round_ > 1) server_->forget("round" + std::to_string(round_ - 1) + "/");
+  std::fprintf(stderr, "kolorun: round %lld: %d workers%s\n", static_cast<long long>(round_), size_,
+               round_ > 1 ? " (the job re-formed)" : "");
+  return std::nullopt;
+}
+
+int ElasticJob::end_job(int code, const std::string& why) {
+  if (!why.empty()) std::fprintf(stderr, "kolorun: %s; ending the job\n", why.c_str());
+  pool_.signal_all(SIGTERM);
+  const auto kill_at = after(options_.kill_grace_seconds);
+  while (pool_.any_running() && Clock::now() < kill_at) pump();
+  pool_.signal_all(SIGKILL);
+  while (pool_.any_running()) pump();
+  output_.finish();
+  return code;
+}
+
+int ElasticJob::run() {
+  std::signal(SIGPIPE, SIG_IGN);
+  discover(true);
+  std::vector<GlooWorker> every_host;
+  for (const HostSlots& h : hosts_) every_host.push_back({0, h.host, 0});
+  address_ = server_address(every_host, context_.environment);
+  server_ = std::make_unique<rendezvous::Server>(secret_, *this);
+  if (options_.verbose)
+    std::fprintf(stderr, "kolorun: elastic job, rendezvous at %s:%d\n", address_.c_str(), server_->port());
+  if (std::optional<int> failed = form_round()) return *failed;
+  const auto elastic_timeout = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options_.elastic_timeout_seconds));
+  for (;;) {
+    pump();
+    if (interrupted_by_) {
+      end_job(0, "");
+      std::fprintf(stderr, "kolorun: job stopped (kolorun got SIG%s)\n", sigabbrev_np(interrupted_by_));
+      return 128 + interrupted_by_;
+    }
+    if (round_succeeded()) return end_job(0, "");  // workers told to leave, if any, go too
+    try {
+      discover(false);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s (the hosts stay as they were)\n", e.what());
+    }
+    if (!reset_due()) continue;
+    reset_began_ = reset_began_.value_or(Clock::now());
+    // Every worker of the round asks for its next place, or ends; one that does neither
+    // within --elastic-timeout (hung, or cut off) is dropped.
+    const std::vector<size_t> waiting = not_rejoined();
+    if (!waiting.empty() && Clock::now() < *reset_began_ + elastic_timeout) continue;
+    for (size_t i : waiting) {
+      Worker& w = workers_[i];
+      std::fprintf(stderr, "kolorun: worker %zu (on %s) did not re-join within --elastic-timeout: dropping it\n", i,
+                   w.host.c_str());
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        w.gone_why = "it did not re-join within --elastic-timeout";
+        w.rank = -1;
+      }
+      blacklist(w.host, "its worker did not re-join");
+      pool_.signal(w.process, SIGKILL);
+    }
+    if (std::optional<int> failed = form_round()) return *failed;
+  }
+}
+
+}  // namespace
+
+std::vector<HostSlots> parse_discovered_hosts(const std::string& text, int default_slots) {
+  std::vector<HostSlots> hosts;
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    line = line.substr(0, line.find('#'));
+    line.erase(0, line.find_first_not_of(" \t\r"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    std::vector<HostSlots> one = parse_host_list(line);  // checks the name and the slots
+    KOLO_CHECK(one.size() == 1, StatusCode::InvalidArgument,
+               "kolorun: the host discovery script's line " + std::to_string(number) + " '" + line +
+                   "' is not one host: expected 'host' or 'host:slots'");
+    if (line.find(':') == std::string::npos) one[0].slots = default_slots;
+    KOLO_CHECK(std::none_of(hosts.begin(), hosts.end(), [&](const HostSlots& h) { return h.host == one[0].host; }),
+               StatusCode::InvalidArgument,
+               "kolorun: the host discovery script lists " + one[0].host + " twice");
+    hosts.push_back(one[0]);
+  }
+  return hosts;
+}
+
+int run_elastic_job(const LaunchOptions& options, const std::vector<HostSlots>& hosts, const LaunchContext& context) {
+  ElasticJob job(options, hosts, context);
+  return job.run();
+}
+
+}  // namespace kolo::launcher

@@ -1,0 +1,36 @@
+// kolorun's elastic jobs (--min-np, --max-np, --host-discovery-script), as horovodrun's
+// elastic driver runs them, over Gloo (MPI cannot re-form: docs/elastic.md).
+//
+// The job runs in rounds. kolorun starts the workers of the first round and gives each its
+// rank through the rendezvous (rendezvous/server.h). A round ends when a worker fails (its
+// process exits non-zero: its host is blacklisted, for --blacklist-cooldown-range or for
+// good) or when the workers, told at a commit that the hosts changed, reset themselves.
+// Every surviving worker then asks for its place in the next round; kolorun waits for them
+// (at most --elastic-timeout: a worker that does not ask by then is killed and its host
+// blacklisted), adds workers on free slots up to --max-np, and forms the next round: the
+// longest-serving worker becomes rank 0, so that the state it broadcasts is the newest.
+// Fewer than --min-np slots: it waits for hosts, at most --elastic-timeout. More than
+// --reset-limit re-formings end the job. Workers on a host that is gone are told so and
+// leave.
+//
+// The job ends when the workers of the round have all exited 0 (status 0), or with a line
+// that says why it cannot go on.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "hosts.h"
+#include "options.h"
+
+namespace kolo::launcher {
+
+// The hosts a discovery script printed: "host" or "host:slots" per line ('#' comments and
+// blank lines skipped); a host without slots has `default_slots`. Throws kolo::Error
+// (InvalidArgument) naming the bad line.
+std::vector<HostSlots> parse_discovered_hosts(const std::string& text, int default_slots);
+
+int run_elastic_job(const LaunchOptions& options, const std::vector<HostSlots>& hosts, const LaunchContext& context);
+
+}  // namespace kolo::launcher

@@ -1,0 +1,59 @@
+// The processes of a job that kolorun starts itself (kolorun --gloo, elastic jobs): each
+// worker in a process group of its own (spawn_launcher.h), its output echoed through
+// JobOutput as "[label]<stdout>:line", its exit collected. Only kolorun's own children are
+// signalled, by their process groups.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "environment.h"
+#include "job_output.h"
+#include "signal_pipe.h"
+#include "spawn_launcher.h"
+
+namespace kolo::launcher {
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(JobOutput& output) : output_(output) {}
+  ~WorkerPool();  // SIGKILLs what still runs (kolorun is ending)
+
+  // Starts `argv` with `env`; its output is labelled `label` (the rank it started as).
+  // Returns the worker's index in this pool.
+  size_t start(const std::vector<std::string>& argv, const Environment& env, int label);
+
+  // Echoes output and collects exits for up to `wait`; returns the signals kolorun got
+  // (SIGINT, SIGTERM, SIGHUP) in that time.
+  std::vector<int> pump(std::chrono::milliseconds wait);
+
+  size_t count() const { return workers_.size(); }
+  int label(size_t worker) const { return workers_[worker].label; }
+  pid_t pid(size_t worker) const { return workers_[worker].process.pid; }
+  // The exit status (128 + signal when killed); nullopt while it runs.
+  std::optional<int> exit_code(size_t worker) const { return workers_[worker].exit_code; }
+  bool running(size_t worker) const { return !workers_[worker].exit_code; }
+  bool any_running() const;
+  // True once its exit is collected and all its output read.
+  bool finished(size_t worker) const;
+
+  void signal(size_t worker, int sig);
+  void signal_all(int sig);
+
+ private:
+  struct Worker {
+    SpawnedLauncher process;
+    int label = 0;
+    std::optional<int> exit_code;
+  };
+  JobOutput& output_;
+  SignalPipe signals_;
+  std::vector<Worker> workers_;
+};
+
+// "exited with code 3", "was killed by SIGKILL".
+std::string how_it_ended(int exit_code);
+
+}  // namespace kolo::launcher

@@ -1,0 +1,108 @@
+"""A small elastic training job for the elastic tests (elastic_test.py): an MLP learns a
+synthetic classification (labels from a fixed random linear map), with kolo.torch.elastic's
+TorchState and ElasticSampler, as Horovod's elastic examples do.
+
+Each worker writes, under --log-dir, worker-<pid>.jsonl: one line per committed batch
+(round size, rank, the batch's sample indices) and a last line with the final accuracy and a
+checksum of the parameters. Faults are staged by the worker itself, once:
+--die-on HOST:STEP (SIGKILL), --stop-on HOST:STEP (SIGSTOP: a hung worker)."""
+import argparse
+import json
+import os
+import signal
+import time
+
+import torch
+
+import kolo.torch as hvd
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--epochs', type=int, default=3)
+parser.add_argument('--samples', type=int, default=1536)
+parser.add_argument('--batch-size', type=int, default=16)
+parser.add_argument('--commit-every', type=int, default=4)
+parser.add_argument('--log-dir', required=True)
+parser.add_argument('--die-on', default='')
+parser.add_argument('--stop-on', default='')
+parser.add_argument('--step-seconds', type=float, default=0.0, help='sleep per step (to give time to act)')
+args = parser.parse_args()
+
+hvd.init()
+torch.manual_seed(0)
+generator = torch.Generator().manual_seed(1)
+features = torch.randn(args.samples, 10, generator=generator)
+labels = (features @ torch.randn(10, 4, generator=generator)).argmax(dim=1)
+dataset = torch.utils.data.TensorDataset(features, labels)
+
+model = torch.nn.Sequential(torch.nn.Linear(10, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05 * hvd.size(), momentum=0.9)
+optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+sampler = hvd.elastic.ElasticSampler(dataset, shuffle=True, seed=3)
+host = os.environ.get('KOLO_HOSTNAME', '')
+log = open(os.path.join(args.log_dir, f'worker-{os.getpid()}.jsonl'), 'a', buffering=1)
+log.write(json.dumps({'start': True, 'host': host, 'slot': os.environ.get('KOLO_LOCAL_RANK')}) + '\n')
+steps_done = 0
+
+
+def fault_due(spec, step):
+    if not spec:
+        return False
+    where, at = spec.rsplit(':', 1)
+    marker = os.path.join(args.log_dir, 'fault-' + spec.replace(':', '-'))
+    if where != host or step != int(at) or os.path.exists(marker):
+        return False
+    open(marker, 'w').close()  # once: a worker started later on the same host does not do it again
+    return True
+
+
+def on_reset():
+    for group in optimizer.param_groups:
+        group['lr'] = 0.05 * hvd.size()
+
+
+@hvd.elastic.run
+def train(state):
+    global steps_done
+    loss_fn = torch.nn.CrossEntropyLoss()
+    while state.epoch < args.epochs:
+        loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=state.sampler)
+        indices = list(iter(state.sampler))
+        for batch_in_round, (x, y) in enumerate(loader):
+            batch = indices[batch_in_round * args.batch_size:(batch_in_round + 1) * args.batch_size]
+            if fault_due(args.die_on, steps_done):
+                os.kill(os.getpid(), signal.SIGKILL)
+            if fault_due(args.stop_on, steps_done):
+                os.kill(os.getpid(), signal.SIGSTOP)
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+            steps_done += 1
+            time.sleep(args.step_seconds)
+            state.sampler.record_batch(state.batch, args.batch_size)
+            state.batch += 1
+            state.pending.append(batch)
+            if state.batch % args.commit_every == 0:
+                for done in state.pending:
+                    log.write(json.dumps({'epoch': state.epoch, 'size': hvd.size(), 'rank': hvd.rank(),
+                                          'indices': done}) + '\n')
+                state.pending = []
+                state.commit()
+        for done in state.pending:
+            log.write(json.dumps({'epoch': state.epoch, 'size': hvd.size(), 'rank': hvd.rank(), 'indices': done}) + '\n')
+        state.pending = []
+        state.epoch += 1
+        state.batch = 0
+        state.sampler.set_epoch(state.epoch)
+        state.commit()
+
+
+state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, batch=0, pending=[])
+state.register_reset_callbacks([on_reset])
+train(state)
+
+with torch.no_grad():
+    accuracy = (model(features).argmax(dim=1) == labels).float().mean().item()
+    checksum = sum(p.double().sum().item() for p in model.parameters())
+log.write(json.dumps({'end': True, 'size': hvd.size(), 'rank': hvd.rank(), 'accuracy': accuracy,
+                      'checksum': checksum}) + '\n')
+print(f'rank {hvd.rank()} of {hvd.size()}: accuracy {accuracy:.3f}', flush=True)
