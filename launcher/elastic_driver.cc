@@ -165,6 +165,7 @@ class ElasticJob final : public rendezvous::Membership {
   std::optional<Clock::time_point> reset_began_;
   int resets_ = 0;
   int interrupted_by_ = 0;
+  bool ending_ = false;  // end_job() is stopping the workers: their exits are no failures
 };
 
 void ElasticJob::blacklist(const std::string& host, const std::string& why) {
@@ -213,6 +214,9 @@ void ElasticJob::start_worker(const std::string& host, int slot, int rank) {
   const GlooWorker w{label, host, slot};
   std::vector<EnvVar> variables = worker_variables(w, options_, address_, server_->port(), secret_);
   variables.push_back({"KOLO_ELASTIC", "1"});
+  // A worker waits for its place while kolorun waits for the others to re-join and then
+  // for --min-np slots: each up to --elastic-timeout.
+  variables.push_back({"KOLO_ELASTIC_TIMEOUT", std::to_string(int(2 * options_.elastic_timeout_seconds) + 30)});
   if (!find_variable(context_.environment, "KOLO_CONTROL_TIMEOUT_SECONDS") &&
       !find_variable(context_.environment, "HOROVOD_CONTROL_TIMEOUT_SECONDS"))
     variables.push_back({"KOLO_CONTROL_TIMEOUT_SECONDS", kElasticControlTimeout});
@@ -240,7 +244,7 @@ void ElasticJob::pump() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       w.alive = false;
-      failed_in_round = *code != 0 && w.rank >= 0 && w.gone_why.empty();
+      failed_in_round = *code != 0 && w.rank >= 0 && w.gone_why.empty() && !ending_;
       if (failed_in_round) w.rank = -1;
     }
     if (!failed_in_round) continue;
@@ -302,11 +306,12 @@ std::pair<std::vector<ElasticJob::Worker*>, std::vector<std::pair<std::string, i
 
 std::optional<int> ElasticJob::form_round() {
   if (round_ >= 1 && options_.reset_limit && ++resets_ > *options_.reset_limit)
-    return end_job(1, "the job has re-formed " + std::to_string(*options_.reset_limit) +
-                          " times, its --reset-limit, and would have to again");
+    return end_job(1, "the job has re-formed " + std::to_string(*options_.reset_limit) + " times (--reset-limit " +
+                          std::to_string(*options_.reset_limit) + ") and would have to again");
   const int min_np = options_.min_np.value_or(1);
   const int target = std::max(min_np, round_ == 0 ? options_.num_ranks : options_.max_np.value_or(options_.num_ranks));
   const auto give_up = after(options_.elastic_timeout_seconds);
+  bool said_waiting = false;
   for (;;) {  // enough slots for --min-np, or --elastic-timeout
     int can_have = 0;
     {
@@ -315,6 +320,13 @@ std::optional<int> ElasticJob::form_round() {
       can_have = int(members.size() + free.size());
     }
     if (can_have >= min_np) break;
+    if (!said_waiting) {
+      std::fprintf(stderr,
+                   "kolorun: %d usable worker slots, fewer than --min-np %d: waiting up to --elastic-timeout %g s "
+                   "for hosts\n",
+                   can_have, min_np, options_.elastic_timeout_seconds);
+      said_waiting = true;
+    }
     if (Clock::now() >= give_up)
       return end_job(1, "only " + std::to_string(can_have) + " worker slots are usable, fewer than --min-np " +
                             std::to_string(min_np) + ", after waiting --elastic-timeout " +
@@ -345,6 +357,7 @@ std::optional<int> ElasticJob::form_round() {
 
 int ElasticJob::end_job(int code, const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "kolorun: %s; ending the job\n", why.c_str());
+  ending_ = true;
   pool_.signal_all(SIGTERM);
   const auto kill_at = after(options_.kill_grace_seconds);
   while (pool_.any_running() && Clock::now() < kill_at) pump();

@@ -49,6 +49,8 @@ std::optional<GlooJob> gloo_job_from_environment() {
   job.slot = integer("LOCAL_RANK", required("LOCAL_RANK"), 0, 1 << 20);
   job.iface = job_variable("GLOO_IFACE").value_or("");
   job.elastic = job_variable("ELASTIC").value_or("0") == "1";
+  if (std::optional<std::string> t = job_variable("ELASTIC_TIMEOUT"); t && job.elastic)
+    job.place_timeout_seconds = integer("ELASTIC_TIMEOUT", *t, 1, 1 << 30);
   return job;
 }
 

@@ -23,12 +23,15 @@ struct GlooJob {
   std::string iface;            // KOLO_GLOO_IFACE: the interface to listen on ("": the one
                                 // this host reaches kolorun by)
   bool elastic = false;         // KOLO_ELASTIC=1: failures are the program's to recover from
+  // KOLO_ELASTIC_TIMEOUT (seconds): how long an elastic worker waits for its place in a
+  // round (kolorun may wait that long for the others and for hosts); 0: the control timeout.
+  double place_timeout_seconds = 0;
 };
 // The variables above without their KOLO_ (or HOROVOD_) prefix: they describe the launch,
 // and are no settings (ignored_settings.cc).
 inline constexpr std::string_view kGlooJobVariables[] = {"GLOO_RENDEZVOUS_ADDR", "GLOO_RENDEZVOUS_PORT",
                                                          "GLOO_SECRET", "HOSTNAME", "LOCAL_RANK", "GLOO_IFACE",
-                                                         "ELASTIC"};
+                                                         "ELASTIC", "ELASTIC_TIMEOUT"};
 // nullopt when the environment names no rendezvous server (not a Gloo job); throws
 // kolo::Error(InvalidArgument) naming a variable that is missing or wrong.
 std::optional<GlooJob> gloo_job_from_environment();

@@ -31,7 +31,6 @@ constexpr Unimplemented kSettings[] = {
     {"CPU_OPERATIONS", "kolo runs the collectives of CPU tensors on the job's transport: Gloo under kolorun --gloo, else MPI"},
     {"DISABLE_GROUP_FUSION", "kolo fuses a group's tensors like any others"},
     {"DISABLE_NVTX_RANGES", "kolo emits no NVTX ranges"},
-    {"ELASTIC_TIMEOUT", "kolorun --elastic-timeout bounds a re-forming job's waits"},
     {"ENABLE_ASYNC_COMPLETION", "kolo always completes GPU operations asynchronously, by CUDA event"},
     {"ENABLE_XLA_OPS", "kolo has no TensorFlow or XLA integration"},
     {"GLOO_TIMEOUT_SECONDS", "KOLO_CONTROL_TIMEOUT_SECONDS bounds every wait of Gloo's, as of MPI's"},

@@ -1,4 +1,4 @@
-"""A small elastic training job for the elastic tests (elastic_test.py): an MLP learns a
+"""A small elastic training job for the elastic tests (elastic_scenarios.py): an MLP learns a
 synthetic classification (labels from a fixed random linear map), with kolo.torch.elastic's
 TorchState and ElasticSampler, as Horovod's elastic examples do.
 
@@ -60,6 +60,20 @@ def on_reset():
         group['lr'] = 0.05 * hvd.size()
 
 
+def write_pending(state):
+    for done in state.pending:
+        log.write(json.dumps({'epoch': state.epoch, 'size': hvd.size(), 'rank': hvd.rank(), 'indices': done}) + '\n')
+    state.pending = []
+
+
+def commit(state):
+    """Logs the batches since the last commit, then commits: save() has no collective and
+    cannot fail, so every logged batch is a committed one (and a batch redone after a
+    failure was never logged)."""
+    write_pending(state)
+    state.commit()
+
+
 @hvd.elastic.run
 def train(state):
     global steps_done
@@ -82,14 +96,8 @@ def train(state):
             state.batch += 1
             state.pending.append(batch)
             if state.batch % args.commit_every == 0:
-                for done in state.pending:
-                    log.write(json.dumps({'epoch': state.epoch, 'size': hvd.size(), 'rank': hvd.rank(),
-                                          'indices': done}) + '\n')
-                state.pending = []
-                state.commit()
-        for done in state.pending:
-            log.write(json.dumps({'epoch': state.epoch, 'size': hvd.size(), 'rank': hvd.rank(), 'indices': done}) + '\n')
-        state.pending = []
+                commit(state)
+        write_pending(state)
         state.epoch += 1
         state.batch = 0
         state.sampler.set_epoch(state.epoch)

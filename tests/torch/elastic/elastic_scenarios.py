@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""The elastic tests: real kolorun jobs of elastic_train.py on this machine, with hosts
+"localhost" and "127.0.0.1" as Horovod's own elastic tests use them, each checked from
+kolorun's lines and the workers' logs (elastic_train.py):
+
+  kill      a worker SIGKILLed mid-epoch with --min-np 2: the others go on without a restart
+            (no worker is started again), end with equal parameters and the accuracy band of
+            an undisturbed run made in the same test, and saw every sample of every epoch
+            exactly once (the final step's padding aside);
+  grow      a host added through the discovery script: the job grows to 3 workers, equal
+            parameters, every sample once;
+  reset-limit  --reset-limit 0 and a lost worker: the job fails with a clear line;
+  cooldown  a failed host is blacklisted, and comes back after --blacklist-cooldown-range;
+  min-np    a host removed below --min-np, then added again (horovod#3494): the job waits,
+            re-forms and finishes, without a deadlock;
+  hung      a worker stopped (SIGSTOP: it holds its connections and answers nothing, as a
+            cut-off one): it is dropped within --elastic-timeout and the others go on.
+
+    elastic_scenarios.py --kolorun build/launcher/kolorun --python-path build/python SCENARIO
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_job(args, work, kolorun_flags, train_flags, env=None, actions=(), timeout=240):
+    """Runs kolorun on elastic_train.py; `actions`: (seconds, function) run meanwhile."""
+    log_dir = os.path.join(work, 'logs')
+    os.makedirs(log_dir, exist_ok=True)
+    command = [args.kolorun, *kolorun_flags, '/usr/bin/python3', os.path.join(HERE, 'elastic_train.py'),
+               '--log-dir', log_dir, *train_flags]
+    full_env = dict(os.environ, PYTHONPATH=args.python_path, **(env or {}))
+    start = time.monotonic()
+    timers = [threading.Timer(at, action) for at, action in actions]
+    for t in timers:
+        t.start()
+    try:
+        done = subprocess.run(command, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout)
+    finally:
+        for t in timers:
+            t.cancel()
+    print(f'$ {" ".join(kolorun_flags)} ... ({time.monotonic() - start:.1f} s, exit {done.returncode})')
+    print(done.stdout)
+    return done, read_logs(log_dir)
+
+
+def read_logs(log_dir):
+    workers = {}
+    for path in glob.glob(os.path.join(log_dir, 'worker-*.jsonl')):
+        records = [json.loads(line) for line in open(path)]
+        workers[path] = records
+    return workers
+
+
+def ends(workers):
+    return [r for records in workers.values() for r in records if r.get('end')]
+
+
+def starts(workers):
+    return [r for records in workers.values() for r in records if r.get('start')]
+
+
+def check(condition, what):
+    if not condition:
+        print(f'FAILED: {what}')
+        sys.exit(1)
+    print(f'ok: {what}')
+
+
+def check_every_sample_once(workers, samples, epochs):
+    """Per epoch, every sample in the committed batches exactly once, but for the last
+    step's padding (each rank's share is rounded up: at most size - 1 repeats)."""
+    seen = collections.defaultdict(collections.Counter)
+    sizes = collections.defaultdict(set)
+    for records in workers.values():
+        for r in records:
+            if 'indices' in r:
+                seen[r['epoch']].update(r['indices'])
+                sizes[r['epoch']].add(r['size'])
+    for epoch in range(epochs):
+        counts = seen[epoch]
+        missing = [i for i in range(samples) if counts[i] == 0]
+        repeats = sum(c - 1 for c in counts.values() if c > 1)
+        check(not missing and repeats <= max(sizes[epoch]) - 1,
+              f'epoch {epoch}: every sample seen once (missing {len(missing)}, repeats {repeats}, '
+              f'sizes {sorted(sizes[epoch])})')
+
+
+def check_equal_ends(workers, size):
+    finals = ends(workers)
+    check(len(finals) == size and all(r['size'] == size for r in finals),
+          f'{size} workers finished, all in a job of {size} (got {[(r["rank"], r["size"]) for r in finals]})')
+    check(len({round(r['checksum'], 9) for r in finals}) == 1, 'the parameters are equal on every rank')
+    return finals[0]['accuracy']
+
+
+TRAIN = ['--epochs', '3', '--samples', '1536', '--batch-size', '16', '--commit-every', '4']
+
+
+def scenario_kill(args, work):
+    base, base_logs = run_job(args, os.path.join(work, 'undisturbed'),
+                              ['--min-np', '2', '--max-np', '3', '-np', '3', '-H', 'localhost:1,127.0.0.1:2'], TRAIN)
+    check(base.returncode == 0, 'the undisturbed run succeeds')
+    baseline = check_equal_ends(base_logs, 3)
+    done, workers = run_job(args, os.path.join(work, 'kill'),
+                            ['--min-np', '2', '--max-np', '3', '-np', '3', '-H', 'localhost:1,127.0.0.1:2'],
+                            TRAIN + ['--die-on', 'localhost:20'])
+    check(done.returncode == 0, 'the job with a killed worker succeeds')
+    check('was killed by SIGKILL' in done.stdout and 'round 2: 2 workers (the job re-formed)' in done.stdout,
+          'kolorun names the lost worker and re-forms the job with the 2 others')
+    check(len(starts(workers)) == 3, 'no worker was started again: the survivors went on')
+    accuracy = check_equal_ends(workers, 2)
+    check(accuracy >= baseline - 0.05, f'accuracy {accuracy:.3f} within 0.05 of the undisturbed {baseline:.3f}')
+    check_every_sample_once(workers, 1536, 3)
+
+
+def scenario_grow(args, work):
+    hosts = os.path.join(work, 'hosts')
+    with open(hosts, 'w') as f:
+        f.write('localhost:2\n')
+
+    def add_host():
+        with open(hosts, 'a') as f:
+            f.write('127.0.0.1:1\n')
+    done, workers = run_job(args, work, ['--min-np', '2', '--max-np', '3', '--host-discovery-script', f'cat {hosts}'],
+                            TRAIN + ['--step-seconds', '0.02'], actions=[(2.0, add_host)])
+    check(done.returncode == 0, 'the job succeeds')
+    check('round 2: 3 workers (the job re-formed)' in done.stdout, 'the job grew to 3 workers')
+    check_equal_ends(workers, 3)
+    check_every_sample_once(workers, 1536, 3)
+
+
+def scenario_reset_limit(args, work):
+    done, _ = run_job(args, work, ['--min-np', '2', '-np', '3', '-H', 'localhost:1,127.0.0.1:2', '--reset-limit', '0'],
+                      TRAIN + ['--die-on', 'localhost:10'])
+    check(done.returncode != 0, f'the job fails (exit {done.returncode})')
+    check('(--reset-limit 0) and would have to again; ending the job' in done.stdout,
+          'kolorun says the reset limit ended it')
+    check('killed by SIGTERM' not in done.stdout, 'the workers it stopped are not reported as failures')
+
+
+def scenario_cooldown(args, work):
+    done, workers = run_job(args, work, ['--min-np', '2', '--max-np', '3', '-np', '3', '-H', 'localhost:1,127.0.0.1:2',
+                                         '--blacklist-cooldown-range', '1', '2'],
+                            TRAIN + ['--die-on', 'localhost:10', '--step-seconds', '0.02'])
+    check(done.returncode == 0, 'the job succeeds')
+    check('host localhost blacklisted for' in done.stdout and 'host localhost is back after its blacklist cooldown'
+          in done.stdout, 'the failed host is blacklisted, then back after its cooldown')
+    check('round 3: 3 workers (the job re-formed)' in done.stdout, 'a new worker on the returned host: 3 again')
+    check_equal_ends(workers, 3)
+
+
+def scenario_min_np(args, work):
+    hosts = os.path.join(work, 'hosts')
+    with open(hosts, 'w') as f:
+        f.write('localhost:1\n127.0.0.1:1\n')
+
+    def write(text):
+        with open(hosts + '.new', 'w') as f:
+            f.write(text)
+        os.replace(hosts + '.new', hosts)
+    done, workers = run_job(args, work, ['--min-np', '2', '--max-np', '2', '--host-discovery-script', f'cat {hosts}'],
+                            TRAIN + ['--step-seconds', '0.02'],
+                            actions=[(1.5, lambda: write('localhost:1\n')),
+                                     (5.0, lambda: write('localhost:1\n127.0.0.1:1\n'))])
+    check(done.returncode == 0, 'the job succeeds')
+    check('1 usable worker slots, fewer than --min-np 2: waiting' in done.stdout, 'it waited for hosts below --min-np')
+    check('round 2: 2 workers (the job re-formed)' in done.stdout, 'it re-formed with 2 workers once the host was back')
+    check_equal_ends(workers, 2)
+    check_every_sample_once(workers, 1536, 3)
+
+
+def scenario_hung(args, work):
+    done, workers = run_job(args, work, ['--min-np', '2', '-np', '3', '-H', 'localhost:1,127.0.0.1:2',
+                                         '--elastic-timeout', '5'],
+                            TRAIN + ['--stop-on', 'localhost:10'], env={'KOLO_CONTROL_TIMEOUT_SECONDS': '3'})
+    check(done.returncode == 0, 'the job succeeds')
+    check('did not re-join within --elastic-timeout: dropping it' in done.stdout and
+          'round 2: 2 workers (the job re-formed)' in done.stdout, 'the hung worker is dropped, the others go on')
+    check_equal_ends(workers, 2)
+    check_every_sample_once(workers, 1536, 3)
+
+
+SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'reset-limit': scenario_reset_limit,
+             'cooldown': scenario_cooldown, 'min-np': scenario_min_np, 'hung': scenario_hung}
+
+if __name__ == '__main__':
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--kolorun', required=True)
+    parser.add_argument('--python-path', required=True)
+    parser.add_argument('scenario', choices=sorted(SCENARIOS))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix='kolo-elastic-') as work:
+        SCENARIOS[args.scenario](args, work)
