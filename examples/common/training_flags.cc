@@ -66,6 +66,11 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
   CLI::Option* dir = app.add_option("--checkpoint-dir", f.checkpoint_dir,
                                     "save a checkpoint there after every epoch (the newest two are kept)");
   app.add_flag("--resume", f.resume, "continue from the newest checkpoint in --checkpoint-dir, if any")->needs(dir);
+  CLI::Option* elastic = app.add_flag(
+      "--elastic", f.elastic,
+      "train as an elastic job (kolorun --min-np/--max-np/--host-discovery-script): go on when workers are lost, "
+      "grow when hosts appear; the state is committed after each epoch");
+  elastic->excludes(dir);
   app.add_option("--metrics-csv", f.metrics_csv, "write one CSV row per epoch to this file");
   app.add_option("--stop-after-epoch", f.stop_after_epoch,
                  "stop after this epoch and its checkpoint, as if interrupted (for testing --resume)")

@@ -27,6 +27,7 @@ struct TrainingFlags {
   int threads = 0;              // per rank; 0: the cores of this machine shared among its ranks
   std::string checkpoint_dir = {};
   bool resume = false;
+  bool elastic = false;         // an elastic job's worker (common/elastic_run.h)
   std::string metrics_csv = {};
   int64_t stop_after_epoch = 0;  // > 0: stop after this epoch (and its checkpoint)
   std::string progress = "auto";

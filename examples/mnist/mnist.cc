@@ -11,11 +11,13 @@
 // epoch (val_acc is the test set's accuracy, evaluated by all ranks together), then a summary.
 #include <chrono>
 #include <cstdio>
+#include <deque>
 
 #include "common/dataset_tools.h"
 #include "common/example_main.h"
 #include "common/fail_together.h"
 #include "common/format.h"
+#include "common/elastic_run.h"
 #include "common/training_run.h"
 
 using namespace kolo::examples;
@@ -93,7 +95,15 @@ int train_mnist(int argc, char** argv) {
                   .test = evaluator,
                   .flags = flags,
                   .metadata = run_metadata("mnist", flags)};
-  const TrainingResult result = run_training(run);
+  // An elastic run makes its loaders again for each round's ranks.
+  std::deque<models::DistributedSampler> round_samplers;  // each loader's, kept while it may read it
+  const ElasticParts elastic{
+      .make_train = [&] {
+        round_samplers.emplace_back(train.count, kolo::rank(), kolo::size(), /*shuffle=*/true, flags.seed);
+        return std::make_unique<models::DataLoader>(train, round_samplers.back(), loading);
+      },
+      .make_test = [&] { return std::make_unique<Evaluator>(test, evaluating); }};
+  const TrainingResult result = flags.elastic ? run_elastic_training(run, elastic) : run_training(run);
   print_summary(run, result, start);
   return 0;
 }
