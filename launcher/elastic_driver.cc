@@ -327,10 +327,15 @@ std::optional<int> ElasticJob::form_round() {
                    can_have, min_np, options_.elastic_timeout_seconds);
       said_waiting = true;
     }
-    if (Clock::now() >= give_up)
+    if (interrupted_by_) return std::nullopt;  // run() ends the job
+    const bool hosts_may_come = !options_.host_discovery_script.empty() || options_.blacklist_cooldown;
+    if (Clock::now() >= give_up || !hosts_may_come)
       return end_job(1, "only " + std::to_string(can_have) + " worker slots are usable, fewer than --min-np " +
-                            std::to_string(min_np) + ", after waiting --elastic-timeout " +
-                            std::to_string(int(options_.elastic_timeout_seconds)) + " s for hosts");
+                            std::to_string(min_np) + (hosts_may_come ? ", after waiting --elastic-timeout " +
+                                                                  std::to_string(int(options_.elastic_timeout_seconds)) +
+                                                                  " s for hosts"
+                                                            : ", and no host can come back (no --host-discovery-script, "
+                                                              "no --blacklist-cooldown-range)"));
     pump();
     try {
       discover(false);
@@ -372,7 +377,7 @@ int ElasticJob::run() {
   discover(true);
   std::vector<GlooWorker> every_host;
   for (const HostSlots& h : hosts_) every_host.push_back({0, h.host, 0});
-  address_ = server_address(every_host, context_.environment);
+  address_ = server_address(every_host, options_, context_.environment);
   server_ = std::make_unique<rendezvous::Server>(secret_, *this);
   if (options_.verbose)
     std::fprintf(stderr, "kolorun: elastic job, rendezvous at %s:%d\n", address_.c_str(), server_->port());

@@ -1,5 +1,8 @@
 #include "gloo_launch.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <regex>
 
 #include "environment.h"
 #include "job_output.h"
@@ -47,11 +51,63 @@ class FixedMembership final : public rendezvous::Membership {
 
 }  // namespace
 
-std::string server_address(const std::vector<GlooWorker>& workers, const Environment& env) {
+namespace {
+
+// This host's IPv4 addresses, by interface: (name, numeric address, prefix length).
+struct LocalAddress {
+  std::string interface, address;
+  uint32_t value = 0;  // host order
+  int prefix = 0;
+};
+std::vector<LocalAddress> local_addresses() {
+  std::vector<LocalAddress> found;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return found;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !a->ifa_netmask) continue;
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    const auto* mask = reinterpret_cast<const sockaddr_in*>(a->ifa_netmask);
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+    found.push_back({a->ifa_name, text, ntohl(in->sin_addr.s_addr), __builtin_popcount(mask->sin_addr.s_addr)});
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+// The address of `wanted`: an interface's name, or a subnet "10.77.0.0/24" (as
+// --network-interface takes either).
+std::optional<std::string> address_on(const std::string& wanted, const std::vector<LocalAddress>& addresses) {
+  const size_t slash = wanted.find('/');
+  for (const LocalAddress& a : addresses) {
+    if (slash == std::string::npos) {
+      if (a.interface == wanted) return a.address;
+      continue;
+    }
+    in_addr net{};
+    if (::inet_pton(AF_INET, wanted.substr(0, slash).c_str(), &net) != 1) continue;
+    const int bits = std::atoi(wanted.c_str() + slash + 1);
+    const uint32_t mask = bits <= 0 ? 0 : bits >= 32 ? ~0u : ~0u << (32 - bits);
+    if ((a.value & mask) == (ntohl(net.s_addr) & mask)) return a.address;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string server_address(const std::vector<GlooWorker>& workers, const LaunchOptions& options,
+                           const Environment& env) {
   if (auto given = find_variable(env, "KOLO_GLOO_RENDEZVOUS_ADDR"); given && !given->empty()) return *given;
-  for (const GlooWorker& w : workers)
-    if (!is_this_host(w.host)) return this_host_name();
-  return "127.0.0.1";
+  const bool all_here = std::all_of(workers.begin(), workers.end(), [](const GlooWorker& w) { return is_this_host(w.host); });
+  if (all_here) return "127.0.0.1";
+  const std::vector<LocalAddress> addresses = local_addresses();
+  for (const std::string& wanted : split_on_spaces(std::regex_replace(options.network_interface, std::regex(","), " ")))
+    if (std::optional<std::string> address = address_on(wanted, addresses)) return *address;
+  // The first address that is not loopback: the one other hosts can reach, on a host with
+  // one network (with several, --network-interface chooses).
+  for (const LocalAddress& a : addresses)
+    if (a.address.rfind("127.", 0) != 0) return a.address;
+  return this_host_name();
 }
 
 std::vector<EnvVar> worker_variables(const GlooWorker& w, const LaunchOptions& options, const std::string& address,
@@ -62,6 +118,9 @@ std::vector<EnvVar> worker_variables(const GlooWorker& w, const LaunchOptions& o
                                      {"KOLO_GLOO_SECRET", rendezvous::secret_to_hex(secret)},
                                      {"KOLO_HOSTNAME", w.host},
                                      {"KOLO_LOCAL_RANK", std::to_string(w.slot)}});
+  // An interface by name is Gloo's too (horovodrun sets HOROVOD_GLOO_IFACE from it).
+  if (!options.network_interface.empty() && options.network_interface.find('/') == std::string::npos)
+    variables.push_back({"KOLO_GLOO_IFACE", options.network_interface.substr(0, options.network_interface.find(','))});
   return variables;
 }
 
@@ -108,7 +167,7 @@ int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hos
   const rendezvous::Secret secret = rendezvous::make_secret();
   FixedMembership membership(workers);
   rendezvous::Server server(secret, membership);
-  const std::string address = server_address(workers, context.environment);
+  const std::string address = server_address(workers, options, context.environment);
   if (options.verbose)
     std::fprintf(stderr, "kolorun: rendezvous for %d Gloo workers at %s:%d\n", options.num_ranks, address.c_str(),
                  server.port());

@@ -36,9 +36,11 @@ std::vector<GlooWorker> plan_gloo_workers(int num_ranks, const std::vector<HostS
 bool is_this_host(const std::string& host);
 
 // What the static and the elastic launch share:
-// - where the workers reach kolorun: the loopback address when they all run here, else
-//   this host's name (or KOLO_GLOO_RENDEZVOUS_ADDR from kolorun's environment);
-std::string server_address(const std::vector<GlooWorker>& workers, const Environment& env);
+// - where the workers reach kolorun: KOLO_GLOO_RENDEZVOUS_ADDR from kolorun's environment;
+//   else the loopback address when they all run here; else this host's address on
+//   --network-interface (a name or a subnet), or its first address that is not loopback;
+std::string server_address(const std::vector<GlooWorker>& workers, const LaunchOptions& options,
+                           const Environment& env);
 // - a worker's variables: the flags', and where and who it is (runtime/gloo_job.h);
 std::vector<EnvVar> worker_variables(const GlooWorker& worker, const LaunchOptions& options,
                                      const std::string& address, int port, const rendezvous::Secret& secret);

@@ -63,11 +63,31 @@ std::optional<std::string> Client::get(const std::string& key) {
   return std::move(answer.value);
 }
 
+// A request that could not reach the server (a network blip, a link down for a while) is
+// tried again until the wait's timeout; the last such failure is kept for the message.
+template <class Attempt>
+auto Client::retrying(Attempt attempt) {
+  return [this, attempt]() -> decltype(attempt()) {
+    try {
+      return attempt();
+    } catch (const Error& e) {
+      if (e.code() != StatusCode::CommFailure) throw;
+      last_failure_ = e.what();
+      return std::nullopt;
+    }
+  };
+}
+
+std::string Client::unreachable_note() const {
+  return last_failure_.empty() ? "" : "; the last request failed: " + last_failure_;
+}
+
 std::string Client::wait_for(const std::string& key, std::chrono::milliseconds timeout) {
-  std::optional<std::string> value = poll_until(timeout, [&] { return get(key); });
+  last_failure_.clear();
+  std::optional<std::string> value = poll_until(timeout, retrying([&] { return get(key); }));
   KOLO_CHECK(value, StatusCode::CommFailure,
              "kolo: rendezvous: no worker published '" + key + "' within " + seconds(timeout) +
-                 " (a worker of this round did not start, or died before it connected)");
+                 " (a worker of this round did not start, or died before it connected)" + unreachable_note());
   return std::move(*value);
 }
 
@@ -79,7 +99,8 @@ bool Client::hosts_changed(const std::string& host, int slot, int64_t round) {
 Place Client::wait_for_place(const std::string& host, int slot, int64_t after_round,
                              std::chrono::milliseconds timeout) {
   const std::string request = std::to_string(slot) + " " + std::to_string(after_round);
-  std::optional<Place> place = poll_until(timeout, [&]() -> std::optional<Place> {
+  last_failure_.clear();
+  std::optional<Place> place = poll_until(timeout, retrying([&]() -> std::optional<Place> {
     const Answer answer = call(Kind::Slot, host, request);
     KOLO_CHECK(answer.status != Status::Gone, StatusCode::Aborted,
                "kolo: worker " + host + ":" + std::to_string(slot) + " is no longer part of the job: " + answer.value);
@@ -87,10 +108,10 @@ Place Client::wait_for_place(const std::string& host, int slot, int64_t after_ro
     std::optional<Place> p = place_from_text(answer.value);
     KOLO_CHECK(p, StatusCode::CommFailure, "kolo: " + peer() + " answered a place that is not one: '" + answer.value + "'");
     return p;
-  });
+  }));
   KOLO_CHECK(place, StatusCode::CommFailure,
              "kolo: worker " + host + ":" + std::to_string(slot) + " got no place in the job from " + peer() +
-                 " within " + seconds(timeout) + " (the job's other workers did not all arrive)");
+                 " within " + seconds(timeout) + " (the job's other workers did not all arrive)" + unreachable_note());
   return *place;
 }
 

@@ -1,7 +1,8 @@
 // A worker's side of the rendezvous (protocol.h): the key-value store the workers of one
 // round exchange their Gloo addresses through, and the worker's place in the job. Every
-// call is bounded: a request by `request_bound`, a wait by its own timeout. Failures throw
-// kolo::Error: CommFailure when the server cannot be reached or a wait times out,
+// call is bounded: a request by `request_bound`, a wait by its own timeout (within which a
+// request that cannot reach the server is tried again). Failures throw kolo::Error:
+// CommFailure when the server cannot be reached or a wait times out,
 // InvalidArgument when the server refuses the secret, Aborted when it says that this worker
 // is no longer part of the job.
 #pragma once
@@ -44,10 +45,14 @@ class Client {
 
  private:
   std::string peer() const;
+  template <class Attempt>
+  auto retrying(Attempt attempt);
+  std::string unreachable_note() const;
 
   Endpoint endpoint_;
   std::chrono::milliseconds request_bound_;
   std::string local_address_;
+  std::string last_failure_;  // of a request in a wait that could not reach the server
 };
 
 }  // namespace kolo::rendezvous

@@ -12,7 +12,7 @@
 # crashed, leaked, ran out of memory, timed out on an input or did not run. A crash's
 # input and the full log stay under $KOLO_TOOL_BUILD_DIR/fuzz-runs/<harness>/.
 #   KOLO_TOOL_BUILD_DIR   the fuzz build folder (default: <repo>/build-fuzz)
-#   KOLO_TOOL_JOBS        parallel build jobs (default: number of cores)
+#   KOLO_TOOL_JOBS        parallel build jobs, and harnesses fuzzed at once (default: number of cores)
 set -euo pipefail
 KOLO_TOOL_BUILD_DIR="${KOLO_TOOL_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-fuzz}"
 KOLO_TOOL_BUILD_TYPE=RelWithDebInfo  # optimised, with line numbers in the sanitizers' reports
@@ -71,16 +71,14 @@ failed=()
 # under -rss_limit_mb, so that the limit speaks of kolo's allocations.
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export ASAN_OPTIONS="detect_leaks=1:quarantine_size_mb=64${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-for harness in "${harnesses[@]}"; do
-  binary="$KOLO_TOOL_BUILD_DIR/tests/fuzz/$harness"
-  seeds="$KOLO_ROOT/tests/fuzz/corpus/$harness"
-  [[ -x "$binary" && -d "$seeds" ]] || kolo_die "no harness '$harness' (built: $binary; seeds: $seeds)"
-  work="$KOLO_TOOL_BUILD_DIR/fuzz-runs/$harness"
+# One harness: its run, then its summary line in $work/summary and its verdict in
+# $work/kind. Harnesses run KOLO_TOOL_JOBS at a time (each is one process on one core).
+fuzz_one() {
+  local harness=$1 binary="$KOLO_TOOL_BUILD_DIR/tests/fuzz/$1" seeds="$KOLO_ROOT/tests/fuzz/corpus/$1"
+  local work="$KOLO_TOOL_BUILD_DIR/fuzz-runs/$1" status=0
   rm -rf "$work"
   mkdir -p "$work/corpus" "$work/artifacts"
   cp "$seeds"/* "$work/corpus/"
-  kolo_log "$harness: fuzzing for $seconds s"
-  status=0
   # -close_fd_mask=1: the harness's own stdout (kolorun --help) out of the log.
   # libFuzzer stops itself after -max_total_time, and an input that runs past -timeout is a
   # finding; `timeout` bounds the rest (a harness stuck where libFuzzer's alarm cannot end
@@ -89,12 +87,12 @@ for harness in "${harnesses[@]}"; do
     "$binary" -max_total_time="$seconds" -rss_limit_mb=512 -malloc_limit_mb=256 -timeout=10 \
     -close_fd_mask=1 -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" \
     >"$work/log" 2>&1 || status=$?
+  local runs rss inputs bytes crashes kind=ok
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)"
   rss="$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/log" | tail -1)"
   inputs="$(find "$work/corpus" -type f | wc -l)"
   bytes="$(find "$work/corpus" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')"
   crashes="$(find "$work/artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l)"
-  kind=ok
   if ((crashes > 0)); then
     kind="$(find "$work/artifacts" -type f | head -1 | xargs basename | cut -d- -f1)"
   elif ((status == 124 || status == 137)); then
@@ -103,11 +101,34 @@ for harness in "${harnesses[@]}"; do
     kind=error
   fi
   printf '%-24s %10s runs  corpus %5d inputs (%d bytes)  %d crashes  %s\n' \
-    "$harness" "${runs:-?}" "$inputs" "$bytes" "$crashes" "$kind"
-  line="$(printf '{"harness":"%s","status":"%s","seconds":%d,"runs":%s,"corpus_inputs":%d,"corpus_bytes":%d,"crashes":%d,"peak_rss_mb":%s,"exit_code":%d}' \
-    "$harness" "$kind" "$seconds" "${runs:-null}" "$inputs" "$bytes" "$crashes" "${rss:-null}" "$status")"
-  echo "KOLO_FUZZ $line"
-  echo "$line" >>"$summary"
+    "$harness" "${runs:-?}" "$inputs" "$bytes" "$crashes" "$kind" >"$work/summary"
+  printf '{"harness":"%s","status":"%s","seconds":%d,"runs":%s,"corpus_inputs":%d,"corpus_bytes":%d,"crashes":%d,"peak_rss_mb":%s,"exit_code":%d}\n' \
+    "$harness" "$kind" "$seconds" "${runs:-null}" "$inputs" "$bytes" "$crashes" "${rss:-null}" "$status" >>"$work/summary.json"
+  echo "$kind" >"$work/kind"
+}
+
+for harness in "${harnesses[@]}"; do
+  binary="$KOLO_TOOL_BUILD_DIR/tests/fuzz/$harness"
+  seeds="$KOLO_ROOT/tests/fuzz/corpus/$harness"
+  [[ -x "$binary" && -d "$seeds" ]] || kolo_die "no harness '$harness' (built: $binary; seeds: $seeds)"
+done
+kolo_log "fuzzing ${#harnesses[@]} harnesses for $seconds s each, $KOLO_TOOL_JOBS at a time"
+running=0
+for harness in "${harnesses[@]}"; do
+  if ((running >= KOLO_TOOL_JOBS)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$harness" &
+  running=$((running + 1))
+done
+wait || true
+for harness in "${harnesses[@]}"; do
+  work="$KOLO_TOOL_BUILD_DIR/fuzz-runs/$harness"
+  cat "$work/summary"
+  echo "KOLO_FUZZ $(cat "$work/summary.json")"
+  cat "$work/summary.json" >>"$summary"
+  kind="$(cat "$work/kind" 2>/dev/null || echo error)"
   if [[ "$kind" != ok ]]; then
     failed+=("$harness")
     kolo_log "$harness: $kind; input and log in $work (the report follows)"

@@ -12,6 +12,7 @@
 
 #include "kolo/models.h"
 #include "models/checkpoint/format.h"
+#include "rendezvous/protocol.h"
 #include "runtime/message.h"
 
 namespace fs = std::filesystem;
@@ -275,6 +276,19 @@ void hosts_seeds() {
   seed(h, "hostfile_bad_slots", std::string(1, '\1') + "node1 slots=x\n");
 }
 
+void rendezvous_seeds() {
+  using namespace kolo::rendezvous;
+  const std::string h = "rendezvous_fuzzer";
+  const Secret secret{};
+  seed(h, "set", std::string(1, '\0') + encode(Request{Kind::Set, secret, "round1/0", "10.0.0.1:4242"}));
+  seed(h, "slot", std::string(1, '\0') + encode(Request{Kind::Slot, secret, "node1", "1 0"}));
+  seed(h, "hosts", std::string(1, '\0') + encode(Request{Kind::Hosts, secret, "node1", "1 3"}));
+  seed(h, "answer", std::string(1, '\1') + encode(Answer{Status::Ok, to_text(Place{2, 1, 3})}));
+  seed(h, "answer_gone", std::string(1, '\1') + encode(Answer{Status::Gone, "its host was removed"}));
+  seed(h, "place", std::string(1, '\2') + "4 2 3");
+  seed(h, "discovery", std::string(1, '\3') + "# hosts\nnode0:2\nnode1\n\n10.0.0.3:4\n");
+}
+
 void config_seeds() {
   const std::string h = "config_fuzzer";
   seed(h, "fusion_cycle_cache", "KOLO_FUSION_THRESHOLD=1048576\nKOLO_CYCLE_TIME=0.5\nHOROVOD_CACHE_CAPACITY=0\n");
@@ -302,7 +316,7 @@ int main(int argc, char** argv) {
   for (const char* harness : {"request_list_fuzzer", "response_list_fuzzer", "response_checks_fuzzer",
                               "checkpoint_fuzzer", "idx_fuzzer",
                               "cifar10_fuzzer", "gzip_fuzzer", "kolorun_options_fuzzer", "hosts_fuzzer",
-                              "config_fuzzer"})
+                              "config_fuzzer", "rendezvous_fuzzer"})
     fs::remove_all(g_root / harness);
   request_list_seeds();
   response_list_seeds();
@@ -314,5 +328,6 @@ int main(int argc, char** argv) {
   kolorun_seeds();
   hosts_seeds();
   config_seeds();
+  rendezvous_seeds();
   return 0;
 }

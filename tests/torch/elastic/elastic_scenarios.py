@@ -14,7 +14,10 @@ kolorun's lines and the workers' logs (elastic_train.py):
   min-np    a host removed below --min-np, then added again (horovod#3494): the job waits,
             re-forms and finishes, without a deadlock;
   hung      a worker stopped (SIGSTOP: it holds its connections and answers nothing, as a
-            cut-off one): it is dropped within --elastic-timeout and the others go on.
+            cut-off one): it is dropped within --elastic-timeout and the others go on;
+  cut       on the namespace hosts of tools/cluster (--netns STATE): node1's link taken down
+            mid-epoch; its workers are dropped within --elastic-timeout (their processes
+            ended through the remote agent's process group), node0's worker goes on.
 
     elastic_scenarios.py --kolorun build/launcher/kolorun --python-path build/python SCENARIO
 """
@@ -32,11 +35,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_job(args, work, kolorun_flags, train_flags, env=None, actions=(), timeout=240):
-    """Runs kolorun on elastic_train.py; `actions`: (seconds, function) run meanwhile."""
+def run_job(args, work, kolorun_flags, train_flags, env=None, actions=(), timeout=240, prefix=()):
+    """Runs kolorun on elastic_train.py; `actions`: (seconds, function) run meanwhile;
+    `prefix`: what runs kolorun (the namespace hosts' launch)."""
     log_dir = os.path.join(work, 'logs')
     os.makedirs(log_dir, exist_ok=True)
-    command = [args.kolorun, *kolorun_flags, '/usr/bin/python3', os.path.join(HERE, 'elastic_train.py'),
+    command = [*prefix, args.kolorun, *kolorun_flags, '/usr/bin/python3', os.path.join(HERE, 'elastic_train.py'),
                '--log-dir', log_dir, *train_flags]
     full_env = dict(os.environ, PYTHONPATH=args.python_path, **(env or {}))
     start = time.monotonic()
@@ -96,6 +100,18 @@ def check_every_sample_once(workers, samples, epochs):
               f'sizes {sorted(sizes[epoch])})')
 
 
+def recovery_seconds(work, workers, size_after):
+    """From the fault (the time its marker file records) to the first round of `size_after`
+    workers starting to train again."""
+    markers = glob.glob(os.path.join(work, 'logs', 'fault-*'))
+    fault = float(open(markers[0]).read())
+    resumed = min(r['round_start'] for records in workers.values() for r in records
+                  if 'round_start' in r and r['size'] == size_after and r['round_start'] > fault)
+    seconds = resumed - fault
+    print(f'recovery: {seconds:.2f} s from the fault to training again on {size_after} workers')
+    return seconds
+
+
 def check_equal_ends(workers, size):
     finals = ends(workers)
     check(len(finals) == size and all(r['size'] == size for r in finals),
@@ -119,6 +135,7 @@ def scenario_kill(args, work):
     check('was killed by SIGKILL' in done.stdout and 'round 2: 2 workers (the job re-formed)' in done.stdout,
           'kolorun names the lost worker and re-forms the job with the 2 others')
     check(len(starts(workers)) == 3, 'no worker was started again: the survivors went on')
+    check(recovery_seconds(os.path.join(work, 'kill'), workers, 2) < 30, 'training resumed within 30 s')
     accuracy = check_equal_ends(workers, 2)
     check(accuracy >= baseline - 0.05, f'accuracy {accuracy:.3f} within 0.05 of the undisturbed {baseline:.3f}')
     check_every_sample_once(workers, 1536, 3)
@@ -187,17 +204,55 @@ def scenario_hung(args, work):
     check(done.returncode == 0, 'the job succeeds')
     check('did not re-join within --elastic-timeout: dropping it' in done.stdout and
           'round 2: 2 workers (the job re-formed)' in done.stdout, 'the hung worker is dropped, the others go on')
+    check(recovery_seconds(work, workers, 2) < 3 + 5 + 10,
+          'training resumed within the control timeout (3 s) + --elastic-timeout (5 s), and 10 s to spare')
     check_equal_ends(workers, 2)
     check_every_sample_once(workers, 1536, 3)
 
 
+def scenario_cut(args, work):
+    if not args.netns or not os.path.exists(os.path.join(args.netns, 'launch')):
+        print('SKIP: the cut link needs the namespace hosts of tools/cluster (--netns STATE)')
+        sys.exit(77)
+    tag = next(line.split('=', 1)[1].strip() for line in open(os.path.join(args.netns, 'env.sh'))
+               if line.startswith('KOLO_TOOL_NETNS_TAG='))
+    log_dir = os.path.join(work, 'logs')
+    link = ['ip', '-n', f'{tag}-node1', 'link', 'set', 'eth0']
+
+    def cut_once_training():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any('indices' in r for records in read_logs(log_dir).values() for r in records):
+                break
+            time.sleep(0.1)
+        with open(os.path.join(log_dir, 'fault-cut'), 'w') as f:
+            f.write(str(time.time()))
+        subprocess.run(link + ['down'], check=True)
+    try:
+        done, workers = run_job(args, work, ['--min-np', '1', '-np', '3', '-H', 'node0:1,node1:2',
+                                             '--network-interface', '10.77.0.0/24', '--elastic-timeout', '5'],
+                                TRAIN + ['--step-seconds', '0.02'], env={'KOLO_CONTROL_TIMEOUT_SECONDS': '3'},
+                                actions=[(0.5, cut_once_training)], prefix=[os.path.join(args.netns, 'launch')])
+    finally:
+        subprocess.run(link + ['up'], check=False)
+    check(done.returncode == 0, 'the job succeeds')
+    check('did not re-join within --elastic-timeout: dropping it' in done.stdout and
+          'round 2: 1 workers (the job re-formed)' in done.stdout, "node1's workers are dropped, node0's goes on")
+    check(recovery_seconds(work, workers, 1) < 3 + 5 + 10,
+          'training resumed within the control timeout (3 s) + --elastic-timeout (5 s), and 10 s to spare')
+    check_equal_ends(workers, 1)
+    check_every_sample_once(workers, 1536, 3)
+
+
 SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'reset-limit': scenario_reset_limit,
-             'cooldown': scenario_cooldown, 'min-np': scenario_min_np, 'hung': scenario_hung}
+             'cooldown': scenario_cooldown, 'min-np': scenario_min_np, 'hung': scenario_hung,
+             'cut': scenario_cut}
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--kolorun', required=True)
     parser.add_argument('--python-path', required=True)
+    parser.add_argument('--netns', help='the state folder of tools/cluster/netns-up.sh (cut)')
     parser.add_argument('scenario', choices=sorted(SCENARIOS))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix='kolo-elastic-') as work:

@@ -51,7 +51,8 @@ def fault_due(spec, step):
     marker = os.path.join(args.log_dir, 'fault-' + spec.replace(':', '-'))
     if where != host or step != int(at) or os.path.exists(marker):
         return False
-    open(marker, 'w').close()  # once: a worker started later on the same host does not do it again
+    with open(marker, 'w') as f:  # once: a worker started later on the same host does not do it again
+        f.write(str(time.time()))
     return True
 
 
@@ -77,6 +78,8 @@ def commit(state):
 @hvd.elastic.run
 def train(state):
     global steps_done
+    # When this round began training (after the reset and the sync): the recovery timeline.
+    log.write(json.dumps({'round_start': time.time(), 'size': hvd.size(), 'rank': hvd.rank()}) + '\n')
     loss_fn = torch.nn.CrossEntropyLoss()
     while state.epoch < args.epochs:
         loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=state.sampler)
