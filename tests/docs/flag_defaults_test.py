@@ -70,12 +70,15 @@ def read_help(command):
     if out.returncode != 0:
         sys.exit(f"{' '.join(command)} --help exited {out.returncode}:\n{out.stderr}")
     blocks = {}
+    aliases = {}  # CLI11 prints an option's other names after a comma: --min-np,--min-num-proc
     current = None
     for line in out.stdout.splitlines():
-        m = re.match(r"^\s{1,4}(?:-\w, ?)?(--[a-z0-9][a-z0-9-]*)(.*)$", line)
+        m = re.match(r"^\s{1,4}(?:-\w, ?)?(--[a-z0-9][a-z0-9-]*)((?:,--[a-z0-9][a-z0-9-]*)*)(.*)$", line)
         if m:
             current = m.group(1)
-            blocks[current] = m.group(2)
+            blocks[current] = m.group(3)
+            for alias in m.group(2).split(",")[1:]:
+                aliases[alias] = current
         elif current and line.startswith("      "):
             blocks[current] += "  " + line.strip()  # a gap, as between type and description
         else:
@@ -93,6 +96,8 @@ def read_help(command):
             parsed[flag] = (spelled.group(1).strip(), True)
         else:
             parsed[flag] = (None, False)
+    for alias, flag in aliases.items():
+        parsed[alias] = parsed[flag]
     return parsed
 
 
