@@ -131,8 +131,22 @@ std::string describe_worker_failure(int rank, const std::string& host, int exit_
   return report;
 }
 
+bool starts_workers_with_srun(const LaunchOptions& options, const Environment& env) {
+  return options.launcher != LauncherChoice::Mpirun && find_variable(env, "SLURM_JOB_ID").has_value();
+}
+
 std::vector<std::string> worker_argv(const GlooWorker& worker, const LaunchOptions& options,
                                      const std::vector<EnvVar>& variables, const LaunchContext& context) {
+  if (starts_workers_with_srun(options, context.environment)) {
+    // Inside an allocation: a step of one task on the worker's node, which Slurm starts,
+    // watches and ends (--export=ALL carries kolorun's environment, which holds the
+    // variables: the caller applies them). A failed worker must not end the others' steps.
+    std::vector<std::string> argv = {context.srun, "--nodes=1", "--ntasks=1", "--nodelist=" + worker.host,
+                                     "--kill-on-bad-exit=0", "--export=ALL", "--job-name=kolo-worker"};
+    argv.insert(argv.end(), options.mpi_args.begin(), options.mpi_args.end());
+    argv.insert(argv.end(), options.command.begin(), options.command.end());
+    return argv;
+  }
   if (is_this_host(worker.host)) return options.command;
   // On another host: one command line for the agent's shell, with the variables and this
   // folder (as mpirun gives its ranks kolorun's working directory).

@@ -44,7 +44,10 @@ std::string server_address(const std::vector<GlooWorker>& workers, const LaunchO
 // - a worker's variables: the flags', and where and who it is (runtime/gloo_job.h);
 std::vector<EnvVar> worker_variables(const GlooWorker& worker, const LaunchOptions& options,
                                      const std::string& address, int port, const rendezvous::Secret& secret);
-// - its command: the program here, or the remote agent's command line for another host;
+// - its command: inside a Slurm allocation (SLURM_JOB_ID, and not --launcher mpirun) an srun
+//   step of one task on its host; else the program here, or the remote agent's command
+//   line for another host;
+bool starts_workers_with_srun(const LaunchOptions& options, const Environment& env);
 std::vector<std::string> worker_argv(const GlooWorker& worker, const LaunchOptions& options,
                                      const std::vector<EnvVar>& variables, const LaunchContext& context);
 // - "kolorun: rank 1 (on node1) exited with code 3; its last lines:" and those lines.

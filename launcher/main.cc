@@ -186,6 +186,12 @@ int main(int argc, char** argv) {
     }
     if (options->gloo) {
       check_program(options->command.front(), context.environment);
+      KOLO_CHECK(!starts_workers_with_srun(*options, context.environment) || !hosts.empty() ||
+                     !options->host_discovery_script.empty(),
+                 kolo::StatusCode::InvalidArgument,
+                 "kolorun: inside a Slurm allocation, --gloo and elastic jobs start each worker as an srun step on "
+                 "its node: name the nodes with -H (e.g. -H $(scontrol show hostnames | sed 's/$/:2/' | paste -sd,)) "
+                 "or a --host-discovery-script");
       if (options->elastic()) return run_elastic_job(*options, hosts, context);
       return run_gloo_job(*options, hosts, context);
     }

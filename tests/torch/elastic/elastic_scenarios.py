@@ -17,7 +17,9 @@ kolorun's lines and the workers' logs (elastic_train.py):
             cut-off one): it is dropped within --elastic-timeout and the others go on;
   cut       on the namespace hosts of tools/cluster (--netns STATE): node1's link taken down
             mid-epoch; its workers are dropped within --elastic-timeout (their processes
-            ended through the remote agent's process group), node0's worker goes on.
+            ended through the remote agent's process group), node0's worker goes on;
+  slurm     inside a Slurm allocation (--slurm STATE: tools/cluster's cluster): every worker
+            an srun step on its node; node1's SIGKILLed, node0's goes on.
 
     elastic_scenarios.py --kolorun build/launcher/kolorun --python-path build/python SCENARIO
 """
@@ -244,15 +246,33 @@ def scenario_cut(args, work):
     check_every_sample_once(workers, 1536, 3)
 
 
+def scenario_slurm(args, work):
+    conf = args.slurm and os.path.join(args.slurm, 'slurm.conf')
+    if not conf or not os.path.exists(conf):
+        print('SKIP: the Slurm case needs the cluster of tools/cluster (--slurm STATE)')
+        sys.exit(77)
+    done, workers = run_job(args, work, ['--min-np', '1', '--max-np', '2', '-np', '2', '-H', 'node0:1,node1:1'],
+                            TRAIN + ['--die-on', 'node1:10'], env={'SLURM_CONF': conf},
+                            prefix=['salloc', '-N', '2', '-n', '4'])
+    check(done.returncode == 0, 'the job succeeds')
+    check('srun: error: node1: task 0: Killed' in done.stdout, "node1's worker ran as an srun step, and was killed")
+    check('round 2: 1 workers (the job re-formed)' in done.stdout, "node0's worker goes on alone")
+    check(len(starts(workers)) == 2, 'no worker was started again')
+    check(recovery_seconds(work, workers, 1) < 30, 'training resumed within 30 s')
+    check_equal_ends(workers, 1)
+    check_every_sample_once(workers, 1536, 3)
+
+
 SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'reset-limit': scenario_reset_limit,
              'cooldown': scenario_cooldown, 'min-np': scenario_min_np, 'hung': scenario_hung,
-             'cut': scenario_cut}
+             'cut': scenario_cut, 'slurm': scenario_slurm}
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--kolorun', required=True)
     parser.add_argument('--python-path', required=True)
     parser.add_argument('--netns', help='the state folder of tools/cluster/netns-up.sh (cut)')
+    parser.add_argument('--slurm', help='the state folder of tools/cluster/slurm-up.sh (slurm)')
     parser.add_argument('scenario', choices=sorted(SCENARIOS))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix='kolo-elastic-') as work:
