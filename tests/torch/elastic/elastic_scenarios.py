@@ -119,7 +119,19 @@ def check_equal_ends(workers, size):
     check(len(finals) == size and all(r['size'] == size for r in finals),
           f'{size} workers finished, all in a job of {size} (got {[(r["rank"], r["size"]) for r in finals]})')
     check(len({round(r['checksum'], 9) for r in finals}) == 1, 'the parameters are equal on every rank')
+    check(all(r['scheduler_epoch'] == 3 for r in finals), "every rank's lr scheduler is at the last epoch (3)")
     return finals[0]['accuracy']
+
+
+def check_oldest_is_rank_0(workers):
+    """Rank 0 of the second round is, of the workers that went on, the one with the lowest
+    rank in the first: the longest-serving (each worker logs its rank at each round's start)."""
+    history = [[r['rank'] for r in records if 'round_start' in r] for records in workers.values()]
+    survivors = [h for h in history if len(h) > 1]
+    rank_0 = [h for h in survivors if h[1] == 0]
+    check(len(rank_0) == 1 and rank_0[0][0] == min(h[0] for h in survivors),
+          f'the new rank 0 is the longest-serving survivor (first-round ranks of the survivors: '
+          f'{sorted(h[0] for h in survivors)}, of the new rank 0: {[h[0] for h in rank_0]})')
 
 
 TRAIN = ['--epochs', '3', '--samples', '1536', '--batch-size', '16', '--commit-every', '4']
@@ -137,6 +149,7 @@ def scenario_kill(args, work):
     check('was killed by SIGKILL' in done.stdout and 'round 2: 2 workers (the job re-formed)' in done.stdout,
           'kolorun names the lost worker and re-forms the job with the 2 others')
     check(len(starts(workers)) == 3, 'no worker was started again: the survivors went on')
+    check_oldest_is_rank_0(workers)
     check(recovery_seconds(os.path.join(work, 'kill'), workers, 2) < 30, 'training resumed within 30 s')
     accuracy = check_equal_ends(workers, 2)
     check(accuracy >= baseline - 0.05, f'accuracy {accuracy:.3f} within 0.05 of the undisturbed {baseline:.3f}')
@@ -176,6 +189,12 @@ def scenario_cooldown(args, work):
     check('host localhost blacklisted for' in done.stdout and 'host localhost is back after its blacklist cooldown'
           in done.stdout, 'the failed host is blacklisted, then back after its cooldown')
     check('round 3: 3 workers (the job re-formed)' in done.stdout, 'a new worker on the returned host: 3 again')
+    # The returned host is listed first, but its new worker joins last: the longest-serving
+    # workers keep the low ranks, and rank 0 (whose state everyone syncs to) is an old one.
+    firsts = [next(r for r in records if 'round_start' in r) for records in workers.values()]
+    newest = max(firsts, key=lambda r: r['round_start'])
+    check(newest['size'] == 3 and newest['rank'] == 2,
+          f"the worker that joined last has the last rank (rank {newest['rank']} of {newest['size']})")
     check_equal_ends(workers, 3)
 
 

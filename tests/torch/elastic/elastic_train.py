@@ -57,8 +57,9 @@ def fault_due(spec, step):
 
 
 def on_reset():
+    # Horovod's idiom: the rate follows the number of workers (and the schedule's decay).
     for group in optimizer.param_groups:
-        group['lr'] = 0.05 * hvd.size()
+        group['lr'] = 0.05 * hvd.size() * 0.9 ** scheduler.last_epoch
 
 
 def write_pending(state):
@@ -102,12 +103,16 @@ def train(state):
                 commit(state)
         write_pending(state)
         state.epoch += 1
+        state.scheduler.step()
         state.batch = 0
         state.sampler.set_epoch(state.epoch)
         state.commit()
 
 
-state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, batch=0, pending=[])
+# A scheduler in the state too (its position is synced from rank 0 after a reset): the rate
+# decays by 0.9 each epoch.
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.9)
+state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, scheduler=scheduler, epoch=0, batch=0, pending=[])
 state.register_reset_callbacks([on_reset])
 train(state)
 
@@ -115,5 +120,5 @@ with torch.no_grad():
     accuracy = (model(features).argmax(dim=1) == labels).float().mean().item()
     checksum = sum(p.double().sum().item() for p in model.parameters())
 log.write(json.dumps({'end': True, 'size': hvd.size(), 'rank': hvd.rank(), 'accuracy': accuracy,
-                      'checksum': checksum}) + '\n')
+                      'checksum': checksum, 'scheduler_epoch': scheduler.last_epoch}) + '\n')
 print(f'rank {hvd.rank()} of {hvd.size()}: accuracy {accuracy:.3f}', flush=True)
