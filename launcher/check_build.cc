@@ -56,8 +56,10 @@ std::string describe_build(const Environment& env) {
       << gpu_line("cuDNN", b::kCudnnFound, b::kCudnnVersion, "", no_cuda) << "\n";
 
   out << "Controllers:\n    [X] MPI\n"
+      << "    " << mark(info.gloo) << " Gloo (KOLO_WITH_GLOO: kolorun --gloo, elastic jobs)\n"
       << "Collective backends:\n    [X] MPI\n"
-      << "    " << mark(info.nccl) << " NCCL (KOLO_WITH_NCCL)\n";
+      << "    " << mark(info.nccl) << " NCCL (KOLO_WITH_NCCL)\n"
+      << "    " << mark(info.gloo) << " Gloo (CPU tensors)\n";
   return out.str();
 }
 

@@ -61,6 +61,9 @@ BuildInfo build_info() {
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess) info.nccl_runtime = nccl_version_string(nccl);
 #endif
+#ifdef KOLO_WITH_GLOO
+  info.gloo = true;
+#endif
   return info;
 }
 

@@ -549,7 +549,7 @@ bool is_homogeneous() { return runtime()->transport().topology().homogeneous; }
 std::string describe_configuration() { return runtime()->config().describe(); }
 
 bool mpi_built() { return true; }
-bool gloo_built() { return KOLO_WITH_GLOO; }
+bool gloo_built() { return build_info().gloo; }
 bool gloo_enabled() { return is_initialized() && g_gloo_running; }
 bool mpi_enabled() { return is_initialized() && !g_gloo_running; }
 int64_t current_gloo_round() { return g_gloo_running ? g_last_gloo_round : 0; }

@@ -322,6 +322,7 @@ struct BuildInfo {
   std::string nccl_compiled;         // e.g. "2.28.9"
   int nccl_version_code = 0;         // the same as NCCL_VERSION_CODE, e.g. 22809
   std::string nccl_runtime;          // the libnccl loaded now
+  bool gloo = false;                 // built with Gloo: kolorun --gloo and elastic jobs work
 };
 BuildInfo build_info();
 // Horovod's build and environment queries. Need no init(), except the last two.
