@@ -2,10 +2,7 @@
 # its compiler (nvcc) are found (in the standard location, /usr/local/cuda, or on PATH);
 # OFF never; ON requires them. With GPU code the CUDA language is enabled, for
 # CMAKE_CUDA_ARCHITECTURES (default 80;90: A100 and H100/H200) unless given.
-set_property(CACHE KOLO_CUDA PROPERTY STRINGS AUTO ON OFF)
-if(NOT KOLO_CUDA MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "KOLO_CUDA='${KOLO_CUDA}': expected AUTO, ON or OFF")
-endif()
+kolo_auto_switch(KOLO_CUDA)
 set(KOLO_WITH_CUDA OFF)
 if(NOT KOLO_CUDA STREQUAL "OFF")
   if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)

@@ -1,9 +1,6 @@
 # KOLO_GLOO (AUTO, ON, OFF) -> KOLO_WITH_GLOO: the Gloo transport (runtime/gloo_transport.h),
 # over Gloo's TCP transport from Debian's libgloo-dev (cmake/FindGloo.cmake).
-set_property(CACHE KOLO_GLOO PROPERTY STRINGS AUTO ON OFF)
-if(NOT KOLO_GLOO MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "KOLO_GLOO='${KOLO_GLOO}': expected AUTO, ON or OFF")
-endif()
+kolo_auto_switch(KOLO_GLOO)
 set(KOLO_WITH_GLOO OFF)
 if(NOT KOLO_GLOO STREQUAL "OFF")
   find_package(Gloo QUIET)

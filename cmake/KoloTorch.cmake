@@ -6,10 +6,7 @@
 # KOLO_PYTHON_PACKAGE_DIR (where the package goes under the install prefix), or else
 # KOLO_TORCH_OFF_REASON (why not, for the tests that report themselves skipped).
 set(KOLO_TORCH "AUTO" CACHE STRING "PyTorch bindings (kolo/torch.h, kolo.torch): AUTO (when found), ON, OFF")
-set_property(CACHE KOLO_TORCH PROPERTY STRINGS AUTO ON OFF)
-if(NOT KOLO_TORCH MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "KOLO_TORCH='${KOLO_TORCH}': expected AUTO, ON or OFF")
-endif()
+kolo_auto_switch(KOLO_TORCH)
 
 set(KOLO_WITH_TORCH OFF)
 set(_kolo_torch_missing "")

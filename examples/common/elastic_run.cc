@@ -54,15 +54,9 @@ TrainingResult run_elastic_training(TrainingRun& run, const ElasticParts& parts)
       ++result.epochs_trained;
       result.train_seconds += stats.seconds;
       result.images += stats.images;
-      const EpochReport report{.epoch = state.epoch + 1,
-                               .epochs = flags.epochs,
-                               .steps = stats.steps,
-                               .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count(),
-                               .loss = stats.loss,
-                               .acc = stats.acc,
-                               .val_acc = result.test_acc,
-                               .images_per_s = stats.images / stats.seconds,
-                               .lr = stats.lr};
+      const EpochReport report =
+          epoch_report(stats, state.epoch, flags.epochs, result.test_acc,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count());
       result.epochs.push_back(report);
       if (root) {
         std::printf("%s - %d ranks\n", epoch_line(report).c_str(), kolo::size());

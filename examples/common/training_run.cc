@@ -38,6 +38,18 @@ std::map<std::string, std::string> run_metadata(const std::string& program, cons
           {"schedule", f.schedule}};
 }
 
+EpochReport epoch_report(const EpochStats& stats, int64_t epoch, int64_t epochs, double val_acc, double seconds) {
+  return {.epoch = epoch + 1,
+          .epochs = epochs,
+          .steps = stats.steps,
+          .seconds = seconds,
+          .loss = stats.loss,
+          .acc = stats.acc,
+          .val_acc = val_acc,
+          .images_per_s = stats.images / stats.seconds,
+          .lr = stats.lr};
+}
+
 TrainingResult run_training(TrainingRun& run) {
   const TrainingFlags& flags = run.flags;
   const bool root = models::is_root();
@@ -90,15 +102,7 @@ TrainingResult run_training(TrainingRun& run) {
     result.train_seconds += stats.seconds;
     result.images += stats.images;
     result.phases += stats.phases;
-    const EpochReport report{.epoch = epoch + 1,
-                             .epochs = flags.epochs,
-                             .steps = stats.steps,
-                             .seconds = seconds_since(epoch_start),
-                             .loss = stats.loss,
-                             .acc = stats.acc,
-                             .val_acc = result.test_acc,
-                             .images_per_s = stats.images / stats.seconds,
-                             .lr = stats.lr};
+    const EpochReport report = epoch_report(stats, epoch, flags.epochs, result.test_acc, seconds_since(epoch_start));
     result.epochs.push_back(report);
     progress.clear();
     if (root) {

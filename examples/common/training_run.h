@@ -40,6 +40,10 @@ struct TrainingResult {
 
 TrainingResult run_training(TrainingRun& run);
 
+// The epoch line's numbers for epoch `epoch` (0-based) from what the trainer measured, the
+// validation accuracy and the epoch's wall time.
+EpochReport epoch_report(const EpochStats& stats, int64_t epoch, int64_t epochs, double val_acc, double seconds);
+
 // The last lines, on rank 0: test accuracy, times, throughput, ranks and threads, and with
 // --profile where the training time went.
 void print_summary(const TrainingRun& run, const TrainingResult& result, std::chrono::steady_clock::time_point start);

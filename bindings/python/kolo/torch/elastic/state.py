@@ -86,72 +86,38 @@ class ObjectState(State):
 
 
 class StateHandler:
+    """One tracked object: saved and restored through its state_dict(); sync() is the kind's."""
     def __init__(self, value):
         self.value = value
+        self.save()
 
     def set_value(self, value):
         self.value = value
         self.save()
 
-
-class ModelStateHandler(StateHandler):
-    def __init__(self, model):
-        super().__init__(model)
-        self.save()
-
     def save(self):
         self._saved = copy.deepcopy(self.value.state_dict())
 
     def restore(self):
         self.value.load_state_dict(self._saved)
 
+    def sync(self):
+        raise NotImplementedError()
+
+
+class ModelStateHandler(StateHandler):
     def sync(self):
         broadcast_parameters(self.value.state_dict(), root_rank=0)
 
 
 class OptimizerStateHandler(StateHandler):
-    def __init__(self, optimizer):
-        super().__init__(optimizer)
-        self.save()
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
     def sync(self):
         broadcast_optimizer_state(self.value, root_rank=0)
 
 
-class LRSchedulerStateHandler(StateHandler):
-    def __init__(self, scheduler):
-        super().__init__(scheduler)
-        self.save()
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
-    def sync(self):
-        self.value.load_state_dict(broadcast_object(self.value.state_dict(), 0))
-
-
-class SamplerStateHandler(StateHandler):
-    """The sampler's position in its epoch: the same on every rank (it counts every rank's
-    samples), so rank 0's is the job's."""
-    def __init__(self, sampler):
-        super().__init__(sampler)
-        self.save()
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
+class ObjectStateHandler(StateHandler):
+    """An lr scheduler, or the ElasticSampler (whose position counts every rank's samples, so
+    rank 0's is the job's): its state_dict from rank 0."""
     def sync(self):
         self.value.load_state_dict(broadcast_object(self.value.state_dict(), 0))
 
@@ -159,8 +125,8 @@ class SamplerStateHandler(StateHandler):
 _handler_registry = [
     (torch.nn.Module, ModelStateHandler),
     (torch.optim.Optimizer, OptimizerStateHandler),
-    (torch.optim.lr_scheduler._LRScheduler, LRSchedulerStateHandler),
-    (ElasticSampler, SamplerStateHandler),
+    (torch.optim.lr_scheduler._LRScheduler, ObjectStateHandler),
+    (ElasticSampler, ObjectStateHandler),
 ]
 
 
