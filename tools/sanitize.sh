@@ -47,6 +47,10 @@ reports=""  # the running job's report folder (run_job)
 NO_MPI_PROGRAMS=(kolo_runtime_unit_tests kolo_inprocess_tests kolo_ops_unit_tests
                  kolo_launcher_tests kolo_sim_unit_tests)
 MPI_PROGRAMS=(kolo_shutdown_race kolo_mpi_tests kolo_init_modes kolo_timeline_writer)
+# Jobs of workers that kolorun starts over Gloo (no MPI, real processes): the Gloo
+# transport, the rendezvous client and server under load. Gloo's own library is not
+# instrumented: only kolo's side of it is checked.
+GLOO_PROGRAMS=(kolo_gloo_scenarios)
 
 # Prints ctest's -I list "0,0,1,N,M,..." (an empty range, then test numbers: ",,,N" would
 # mean every test) of the tests in build folder $1 with a label matching $2 (a Python
@@ -113,7 +117,7 @@ run_job() {
   KOLO_TOOL_BUILD_DIR="$build_prefix-$job"
   KOLO_TOOL_CMAKE_ARGS="-DKOLO_SANITIZE=$job -DKOLO_CUDA=OFF -DKOLO_ONEDNN=OFF -DKOLO_TORCH=OFF \
 -DKOLO_BUILD_EXAMPLES=OFF -DKOLO_BUILD_BENCHMARKS=OFF"
-  kolo_build kolorun "${NO_MPI_PROGRAMS[@]}" "${MPI_PROGRAMS[@]}"
+  kolo_build kolorun "${NO_MPI_PROGRAMS[@]}" "${MPI_PROGRAMS[@]}" "${GLOO_PROGRAMS[@]}"
   reports="$KOLO_TOOL_BUILD_DIR/sanitizer-reports"
   rm -rf "$reports"
   mkdir -p "$reports"
@@ -122,8 +126,10 @@ run_job() {
     # kolo_launcher_tests' mpi tests run kolorun, which starts MPI programs.
     run_tests address mpi "${NO_MPI_PROGRAMS[@]}" || status=$?
     run_tests address 'unit|mpi' "${MPI_PROGRAMS[@]}" || status=$?
+    run_tests address-leaks mpi "${GLOO_PROGRAMS[@]}" || status=$?
   else
     run_tests thread unit "${NO_MPI_PROGRAMS[@]}" "${MPI_PROGRAMS[@]}" || status=$?
+    run_tests thread mpi "${GLOO_PROGRAMS[@]}" || status=$?
   fi
   local found
   found="$(find "$reports" -type f | sort)"
