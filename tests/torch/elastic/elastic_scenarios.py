@@ -6,7 +6,8 @@ kolorun's lines and the workers' logs (elastic_train.py):
   kill      a worker SIGKILLed mid-epoch with --min-np 2: the others go on without a restart
             (no worker is started again), end with equal parameters and the accuracy band of
             an undisturbed run made in the same test, and saw every sample of every epoch
-            exactly once (the final step's padding aside);
+            exactly once (the final step's padding aside); each round makes a process set
+            of its even ranks and sums on it every step;
   grow      a host added through the discovery script: the job grows to 3 workers, equal
             parameters, every sample once;
   reset-limit  --reset-limit 0 and a lost worker: the job fails with a clear line;
@@ -154,9 +155,11 @@ def scenario_kill(args, work):
                               ['--min-np', '2', '--max-np', '3', '-np', '3', '-H', 'localhost:1,127.0.0.1:2'], TRAIN)
     check(base.returncode == 0, 'the undisturbed run succeeds')
     baseline = check_equal_ends(base_logs, 3)
+    # With a process set of the even ranks made in every round (horovod#4021).
     done, workers = run_job(args, os.path.join(work, 'kill'),
                             ['--min-np', '2', '--max-np', '3', '-np', '3', '-H', 'localhost:1,127.0.0.1:2'],
-                            TRAIN + ['--die-on', 'localhost:20'])
+                            TRAIN + ['--die-on', 'localhost:20', '--process-set'],
+                            env={'KOLO_DYNAMIC_PROCESS_SETS': '1'})
     check(done.returncode == 0, 'the job with a killed worker succeeds')
     check('was killed by SIGKILL' in done.stdout and 'round 2: 2 workers (the job re-formed)' in done.stdout,
           'kolorun names the lost worker and re-forms the job with the 2 others')

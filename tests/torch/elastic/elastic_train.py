@@ -25,6 +25,9 @@ parser.add_argument('--log-dir', required=True)
 parser.add_argument('--die-on', default='')
 parser.add_argument('--stop-on', default='')
 parser.add_argument('--step-seconds', type=float, default=0.0, help='sleep per step (to give time to act)')
+parser.add_argument('--process-set', action='store_true',
+                    help="each round makes a process set of its even ranks and sums on it every step "
+                         "(needs KOLO_DYNAMIC_PROCESS_SETS=1): sets made again after a reset")
 args = parser.parse_args()
 
 hvd.init()
@@ -82,6 +85,8 @@ def train(state):
     # When this round began training (after the reset and the sync): the recovery timeline.
     log.write(json.dumps({'round_start': time.time(), 'size': hvd.size(), 'rank': hvd.rank()}) + '\n')
     loss_fn = torch.nn.CrossEntropyLoss()
+    # Process sets do not outlive a round: each round makes its own (docs/elastic.md).
+    evens = hvd.add_process_set(list(range(0, hvd.size(), 2))) if args.process_set else None
     while state.epoch < args.epochs:
         loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=state.sampler)
         indices = list(iter(state.sampler))
@@ -91,6 +96,10 @@ def train(state):
                 os.kill(os.getpid(), signal.SIGKILL)
             if fault_due(args.stop_on, steps_done):
                 os.kill(os.getpid(), signal.SIGSTOP)
+            if evens is not None and evens.included():
+                total = hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=evens, name='evens').item()
+                if total != len(evens.ranks):
+                    raise SystemExit(f'FAILED: a sum over the process set {evens.ranks} gave {total}')
             optimizer.zero_grad()
             loss_fn(model(x), y).backward()
             optimizer.step()
