@@ -191,7 +191,7 @@ int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hos
   for (const GlooWorker& w : workers) {
     const std::vector<EnvVar> variables = worker_variables(w, options, address, server.port(), secret);
     const std::vector<std::string> argv = worker_argv(w, options, variables, context);
-    if (options.verbose) std::fprintf(stderr, "kolorun: rank %d: %s\n", w.rank, format_command({{}, {}, {}, argv}).c_str());
+    if (options.verbose) std::fprintf(stderr, "kolorun: rank %d: %s\n", w.rank, format_command(LaunchCommand{.argv = argv}).c_str());
     pool.start(argv, apply_changes(context.environment, {}, variables), w.rank);
   }
 
