@@ -1,9 +1,5 @@
 #include "elastic_driver.h"
 
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,12 +11,12 @@
 #include <set>
 #include <sstream>
 
+#include "bounded_run.h"
 #include "environment.h"
 #include "gloo_launch.h"
 #include "job_output.h"
 #include "kolo/check.h"
 #include "rendezvous/server.h"
-#include "spawn_launcher.h"
 #include "worker_pool.h"
 
 namespace kolo::launcher {
@@ -39,40 +35,18 @@ Clock::time_point after(double seconds) {
 
 // Runs the discovery script, bounded; its standard output.
 std::string run_discovery(const std::string& script, const Environment& env) {
-  SpawnedLauncher p = spawn_launcher({"/bin/sh", "-c", script}, env, Terminal::Detached);
-  std::string out, err;
-  const auto deadline = Clock::now() + kDiscoveryBound;
-  while ((p.out_fd >= 0 || p.err_fd >= 0) && Clock::now() < deadline) {
-    std::vector<pollfd> polled;
-    for (int fd : {p.out_fd, p.err_fd})
-      if (fd >= 0) polled.push_back({fd, POLLIN, 0});
-    ::poll(polled.data(), polled.size(), 100);
-    for (const pollfd& q : polled) {
-      if (!q.revents) continue;
-      char buffer[4096];
-      const ssize_t n = ::read(q.fd, buffer, sizeof buffer);
-      int& fd = q.fd == p.out_fd ? p.out_fd : p.err_fd;
-      if (n > 0) (q.fd == p.out_fd ? out : err).append(buffer, size_t(n));
-      else {
-        ::close(fd);
-        fd = -1;
-      }
-    }
-  }
-  for (int fd : {p.out_fd, p.err_fd})
-    if (fd >= 0) ::close(fd);
-  const bool timed_out = Clock::now() >= deadline;
-  if (timed_out) ::kill(-p.pid, SIGKILL);
-  int status = 0;
-  ::waitpid(p.pid, &status, 0);
-  KOLO_CHECK(!timed_out, StatusCode::IoError,
+  std::vector<BoundedRun> runs(1);
+  BoundedRun& run = runs[0];
+  run.process = spawn_launcher({"/bin/sh", "-c", script}, env, Terminal::Detached);
+  watch(runs, Clock::now() + kDiscoveryBound);
+  end_run(run);
+  KOLO_CHECK(run.exited, StatusCode::IoError,
              "kolorun: --host-discovery-script '" + script + "' did not finish within " +
                  std::to_string(kDiscoveryBound.count()) + " s");
-  KOLO_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, StatusCode::IoError,
-             "kolorun: --host-discovery-script '" + script + "' failed (" +
-                 how_it_ended(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) + ")" +
-                 (err.empty() ? "" : ": " + err.substr(0, err.find('\n'))));
-  return out;
+  KOLO_CHECK(run.exit_code == 0, StatusCode::IoError,
+             "kolorun: --host-discovery-script '" + script + "' failed (" + how_it_ended(run.exit_code) + ")" +
+                 (run.err.empty() ? "" : ": " + run.err.substr(0, run.err.find('\n'))));
+  return run.out;
 }
 
 class ElasticJob final : public rendezvous::Membership {

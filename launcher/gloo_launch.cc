@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <regex>
 
 #include "environment.h"
 #include "job_output.h"
@@ -101,7 +100,9 @@ std::string server_address(const std::vector<GlooWorker>& workers, const LaunchO
   const bool all_here = std::all_of(workers.begin(), workers.end(), [](const GlooWorker& w) { return is_this_host(w.host); });
   if (all_here) return "127.0.0.1";
   const std::vector<LocalAddress> addresses = local_addresses();
-  for (const std::string& wanted : split_on_spaces(std::regex_replace(options.network_interface, std::regex(","), " ")))
+  std::string wanted_list = options.network_interface;  // "eth0,eth1" or "10.0.0.0/24"
+  std::replace(wanted_list.begin(), wanted_list.end(), ',', ' ');
+  for (const std::string& wanted : split_on_spaces(wanted_list))
     if (std::optional<std::string> address = address_on(wanted, addresses)) return *address;
   // The first address that is not loopback: the one other hosts can reach, on a host with
   // one network (with several, --network-interface chooses).

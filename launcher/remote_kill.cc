@@ -14,6 +14,7 @@
 #include "command.h"
 #include "kolo/kolo.h"
 #include "preflight.h"
+#include "bounded_run.h"
 #include "spawn_launcher.h"
 
 namespace kolo::launcher {
@@ -44,74 +45,6 @@ std::string last_line(const std::string& text) {
   for (std::string line; std::getline(in, line);)
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
   return last;
-}
-
-// One agent under way: its output so far, and how it ended (-1: killed at the bound).
-struct AgentRun {
-  std::string host;
-  SpawnedLauncher process;
-  std::string out, err;
-  bool exited = false;
-  int exit_code = -1;
-  std::string spawn_error;
-};
-
-void read_into(int& fd, std::string& text) {
-  char buffer[4096];
-  const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-  if (n < 0 && errno == EINTR) return;
-  if (n <= 0) {
-    ::close(fd);
-    fd = -1;
-    return;
-  }
-  text.append(buffer, static_cast<size_t>(n));
-}
-
-void reap_if_exited(AgentRun& run) {
-  if (run.exited || run.process.pid < 0) return;
-  int status = 0;
-  if (::waitpid(run.process.pid, &status, WNOHANG) != run.process.pid) return;
-  run.exited = true;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-bool finished(const AgentRun& run) {
-  return run.process.pid < 0 || (run.exited && run.process.out_fd < 0 && run.process.err_fd < 0);
-}
-
-// Reads every agent's output until all have exited and closed their pipes, or the bound.
-void watch(std::vector<AgentRun>& runs, Clock::time_point deadline) {
-  while (Clock::now() < deadline) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<int*, std::string*>> targets;
-    bool all_finished = true;
-    for (AgentRun& run : runs) {
-      reap_if_exited(run);
-      all_finished = all_finished && finished(run);
-      for (auto [fd, text] : {std::pair{&run.process.out_fd, &run.out}, std::pair{&run.process.err_fd, &run.err}})
-        if (*fd >= 0) {
-          fds.push_back({*fd, POLLIN, 0});
-          targets.emplace_back(fd, text);
-        }
-    }
-    if (all_finished) return;
-    // Wake at least every 50 ms: an agent's exit is seen by waitpid, not on a descriptor.
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left, 0, 50)));
-    for (size_t i = 0; i < fds.size(); ++i)
-      if (fds[i].revents != 0) read_into(*targets[i].first, *targets[i].second);
-  }
-}
-
-void end_agent(AgentRun& run) {
-  if (run.process.pid < 0) return;
-  if (!run.exited) {
-    ::killpg(run.process.pid, SIGKILL);
-    ::waitpid(run.process.pid, nullptr, 0);
-  }
-  for (int* fd : {&run.process.out_fd, &run.process.err_fd})
-    if (*fd >= 0) ::close(*fd), *fd = -1;
 }
 
 }  // namespace
@@ -195,10 +128,10 @@ RemoteKillOutcome read_remote_kill_report(const std::string& host, const std::ve
 std::vector<RemoteKillOutcome> kill_remote_processes(const std::vector<std::string>& agent,
                                                      const RemoteProcesses& processes, double bound_seconds) {
   const Environment env = current_environment();
-  std::vector<AgentRun> runs;
+  std::vector<BoundedRun> runs;
   for (const auto& [host, asked] : processes) {
-    AgentRun& run = runs.emplace_back();
-    run.host = host;
+    BoundedRun& run = runs.emplace_back();
+    run.name = host;
     try {
       run.process = spawn_launcher(remote_kill_command(agent, host, asked), env, Terminal::Detached);
     } catch (const Error& e) {
@@ -209,14 +142,14 @@ std::vector<RemoteKillOutcome> kill_remote_processes(const std::vector<std::stri
   }
   watch(runs, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(bound_seconds)));
   std::vector<RemoteKillOutcome> outcomes;
-  for (AgentRun& run : runs) {
-    end_agent(run);
-    const std::vector<RemoteProcess>& asked = processes.at(run.host);
+  for (BoundedRun& run : runs) {
+    end_run(run);
+    const std::vector<RemoteProcess>& asked = processes.at(run.name);
     if (!run.spawn_error.empty()) {
-      outcomes.push_back({run.host, false, {}, run.spawn_error});
+      outcomes.push_back({run.name, false, {}, run.spawn_error});
       continue;
     }
-    outcomes.push_back(read_remote_kill_report(run.host, asked, run.out, run.err, run.exited ? run.exit_code : -1,
+    outcomes.push_back(read_remote_kill_report(run.name, asked, run.out, run.err, run.exited ? run.exit_code : -1,
                                                bound_seconds));
   }
   return outcomes;

@@ -203,9 +203,8 @@ class GlooControlChannel final : public ControlChannel {
     }
     std::string bytes(std::accumulate(lengths.begin(), lengths.end(), uint64_t(0)), '\0');
     {
-      std::string copy = message;  // Gloo's input must not be a part of its output
       ::gloo::AllgathervOptions o(context_);
-      o.setInput(copy.data(), copy.size());
+      o.setInput(const_cast<char*>(message.data()), message.size());  // only read
       o.setOutput(bytes.data(), std::vector<size_t>(lengths.begin(), lengths.end()));
       o.setTimeout(options_.control_timeout);
       gloo_call("control allgather", [&] { ::gloo::allgatherv(o); });

@@ -1,0 +1,29 @@
+// Short programs kolorun runs to their end within a bound (the remote agents that end what
+// a failed job left on other hosts, the host discovery script): their output collected, and
+// a program still running at the bound killed with its process group.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "spawn_launcher.h"
+
+namespace kolo::launcher {
+
+// One program under way: its output so far, and how it ended.
+struct BoundedRun {
+  std::string name;  // what the caller calls it (a host, a script)
+  SpawnedLauncher process;
+  std::string out, err;
+  bool exited = false;
+  int exit_code = -1;       // 128 + signal when killed by one; -1: still running at the bound
+  std::string spawn_error;  // it could not be started (process.pid < 0)
+};
+
+// Reads every run's output until all have exited and closed their pipes, or the deadline.
+void watch(std::vector<BoundedRun>& runs, std::chrono::steady_clock::time_point deadline);
+// After watch(): kills a run still going (its process group), reaps it, closes its pipes.
+void end_run(BoundedRun& run);
+
+}  // namespace kolo::launcher
