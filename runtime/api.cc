@@ -848,8 +848,10 @@ std::vector<std::string> allgather_bytes(const std::string& name, const std::str
 void start_timeline(const std::string& path, bool mark_cycles) {
   std::shared_ptr<ProcessSets> s = sets();
   const Runtime& global = s->global();
-  if (global.transport().rank() != 0) return;
-  s->timeline().open(path, 0, global.clock().now(), mark_cycles || global.config().timeline_mark_cycles);
+  const int rank = global.transport().rank();
+  const std::optional<std::string> file = timeline_file_of(path, rank);
+  if (!file) return;
+  s->timeline().open(*file, rank, global.clock().now(), mark_cycles || global.config().timeline_mark_cycles);
 }
 
 void stop_timeline() { sets()->timeline().close(); }

@@ -1,6 +1,7 @@
 #include "process_sets.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "logging.h"
 #include "watchdog.h"
@@ -54,18 +55,27 @@ void agree_on_static_sets(const std::vector<std::vector<int>>& sets, ops::Contro
   if (!error.empty()) throw Error(StatusCode::InvalidArgument, error);
 }
 
-// Rank 0 opens the timeline; if it cannot, every rank fails with its code and reason
-// (instead of the others waiting for a rank 0 that never starts).
+// Rank 0 opens the timeline, or every rank its own when the path names "{rank}"; if one
+// cannot, every rank fails with the first failing rank's code and reason (instead of the
+// others waiting for a rank that never starts).
 void open_timeline(Timeline& timeline, const Config& config, ops::ControlChannel& control, const Clock& clock) {
   Status opened;
-  if (control.rank() == 0 && !config.timeline_path.empty() && config.timeline_path != "DYNAMIC") {
+  const std::optional<std::string> path =
+      config.timeline_path == "DYNAMIC" ? std::nullopt : timeline_file_of(config.timeline_path, control.rank());
+  if (path) {
     try {
-      timeline.open(config.timeline_path, 0, clock.now(), config.timeline_mark_cycles);
+      timeline.open(*path, control.rank(), clock.now(), config.timeline_mark_cycles);
     } catch (const Error& e) {
       opened = Status(e.code(), e.what());
     }
   }
-  std::string message = serialize(opened);
+  std::vector<std::string> statuses = control.gather(serialize(opened), 0);
+  std::string message = serialize(Status());
+  for (const std::string& status : statuses)
+    if (!parse_status(status).ok()) {
+      message = status;
+      break;
+    }
   control.broadcast(message, 0);
   opened = parse_status(message);
   if (!opened.ok()) throw Error(opened.code(), opened.message());

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "kolo/check.h"
 
@@ -30,6 +31,16 @@ std::string json_escape(const std::string& text) {
 }
 
 Timeline::~Timeline() { close(); }
+
+std::optional<std::string> timeline_file_of(const std::string& path, int rank) {
+  static constexpr std::string_view kRank = "{rank}";
+  if (path.empty()) return std::nullopt;
+  if (path.find(kRank) == std::string::npos) return rank == 0 ? std::optional<std::string>(path) : std::nullopt;
+  std::string file = path;
+  for (std::size_t at = file.find(kRank); at != std::string::npos; at = file.find(kRank, at))
+    file.replace(at, kRank.size(), std::to_string(rank));
+  return file;
+}
 
 void Timeline::open(const std::string& path, int rank, Clock::time_point origin, bool mark_cycles) {
   std::lock_guard<std::mutex> lock(mutex_);

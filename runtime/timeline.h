@@ -11,11 +11,18 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace kolo {
+
+// The file rank `rank` writes for KOLO_TIMELINE=path (or start_timeline(path)): rank 0
+// writes `path`, the others nothing, as Horovod does; a path that names "{rank}" is every
+// rank's, with its rank in place of each "{rank}" (one file per rank: to see the ranks'
+// step times side by side). Empty path: none.
+std::optional<std::string> timeline_file_of(const std::string& path, int rank);
 
 class Timeline {
  public:

@@ -228,14 +228,25 @@ TEST_CASE("scenario: the timeline starts and stops while kolo runs, naming each 
   kolo::allreduce("timeline/second", kolo::view(after));
   peer.sync();
   kolo::stop_timeline();
+  // A path naming {rank}: every rank writes its own, as its own process.
+  kolo::start_timeline(dir + "/kolo_dynamic_timeline_{rank}.json");
+  kolo::allreduce("timeline/per_rank", kolo::view(after));
+  peer.sync();
+  kolo::stop_timeline();
   peer.blocking([&] { kolo::remove_process_set(set); });
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string mine = dir + "/kolo_dynamic_timeline_" + std::to_string(me) + ".json";
+  const std::string own = read(mine);
+  CHECK(own.find("timeline/per_rank") != std::string::npos);
+  CHECK(own.find("\"kolo rank " + std::to_string(me) + "\"") != std::string::npos);
+  CHECK(own[own.find_last_not_of(" \n")] == ']');
+  std::filesystem::remove(mine);
   if (me == 0) {
-    auto read = [](const std::string& path) {
-      std::ifstream in(path);
-      std::stringstream s;
-      s << in.rdbuf();
-      return s.str();
-    };
     const std::string a = read(first), b = read(second);
     INFO(a);
     CHECK(a.find("timeline/during") != std::string::npos);

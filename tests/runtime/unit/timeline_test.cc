@@ -213,6 +213,15 @@ TEST_CASE("a timeline opened without mark_cycles has no cycle markers; reopened,
   CHECK(lane_of(lanes_of(b, 0), "b") > 0);
 }
 
+TEST_CASE("rank 0 writes the timeline, every rank when the path names {rank}", "[timeline]") {
+  CHECK(kolo::timeline_file_of("tl.json", 0) == "tl.json");
+  CHECK_FALSE(kolo::timeline_file_of("tl.json", 1));
+  CHECK_FALSE(kolo::timeline_file_of("", 0));
+  CHECK(kolo::timeline_file_of("/tmp/tl.{rank}.json", 0) == "/tmp/tl.0.json");
+  CHECK(kolo::timeline_file_of("/tmp/{rank}/tl.{rank}.json", 12) == "/tmp/12/tl.12.json");
+  CHECK(kolo::timeline_file_of("{rank}", 3) == "3");
+}
+
 TEST_CASE("timeline open fails with a kolo::Error naming the path", "[timeline]") {
   kolo::Timeline tl;
   const std::string path = "/nonexistent-dir-kolo/sub/timeline.json";
