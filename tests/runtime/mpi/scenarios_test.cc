@@ -229,7 +229,7 @@ TEST_CASE("scenario: the timeline starts and stops while kolo runs, naming each 
   peer.sync();
   kolo::stop_timeline();
   // A path naming {rank}: every rank writes its own, as its own process.
-  kolo::start_timeline(dir + "/kolo_dynamic_timeline_{rank}.json");
+  kolo::start_timeline(dir + "/kolo_per_rank_timeline_{rank}.json");
   kolo::allreduce("timeline/per_rank", kolo::view(after));
   peer.sync();
   kolo::stop_timeline();
@@ -240,7 +240,7 @@ TEST_CASE("scenario: the timeline starts and stops while kolo runs, naming each 
     s << in.rdbuf();
     return s.str();
   };
-  const std::string mine = dir + "/kolo_dynamic_timeline_" + std::to_string(me) + ".json";
+  const std::string mine = dir + "/kolo_per_rank_timeline_" + std::to_string(me) + ".json";
   const std::string own = read(mine);
   CHECK(own.find("timeline/per_rank") != std::string::npos);
   CHECK(own.find("\"kolo rank " + std::to_string(me) + "\"") != std::string::npos);
