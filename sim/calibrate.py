@@ -8,6 +8,14 @@
    rank; np 4 shares the 2 cores, which the simulator models as devices_per_node).
 2. Compute: bench/scaling's run of the MNIST net at np 1 (examples/mnist, --images per
    epoch, batch 64, the median of 3 runs) gives the training time per image on one rank.
+3. Communication beside compute: kolo-sim-probe --under-compute at np 2 measures how many
+   times longer an allreduce takes while the ranks compute on every core; far above 1
+   (the collective's CPU work waits for the compute), the file says
+   "comm_overlaps_compute": false.
+4. Variation between ranks: sim/validation/measure_variation.py at np 2, 3 runs of the
+   MNIST job with every rank's timeline: each run's variation not shared by the step's
+   other rank, as the model's jitter (cv / sqrt(1 - 1/p)); the file's "variation" is their
+   median and its range their lowest and highest.
 
 It writes the hardware file (with the measured numbers as its sources) and prints the
 compute figure to give kolo-sim (--one-device-images-per-s) and the np 4 samples beside
@@ -54,6 +62,30 @@ def fit(build, samples):
     return json.loads(done.stdout)
 
 
+def comm_slowdown_under_compute(build):
+    command = [os.path.join(build, "launcher", "kolorun"), "-np", "2", os.path.join(build, "sim", "kolo-sim-probe"),
+               "--under-compute"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    m = re.search(r"comm_slowdown,([\d.]+)", TAG.sub("", done.stdout))
+    if done.returncode != 0 or not m:
+        sys.exit(f"calibrate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")
+    return float(m.group(1))
+
+
+def variation(build):
+    with tempfile.TemporaryDirectory() as out:
+        path = os.path.join(out, "variation.json")
+        command = [sys.executable, os.path.join(HERE, "validation", "measure_variation.py"), "--ranks", "2",
+                   "--repeats", "3", "--build", build, "--json", path]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            sys.exit(f"calibrate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")
+        with open(path) as f:
+            runs = json.load(f)["runs"]
+    jitters = sorted(r["jitter"] for r in runs)
+    return jitters[len(jitters) // 2], jitters[0], jitters[-1], jitters
+
+
 def compute_per_image(build, images):
     with tempfile.TemporaryDirectory() as out:
         command = [sys.executable, os.path.join(ROOT, "bench", "scaling", "run_scaling.py"), "--ranks", "1",
@@ -78,6 +110,8 @@ def main():
     link = fit(args.build, np2)
     np4 = probe(args.build, 4)
     seconds_per_image = compute_per_image(args.build, args.images)
+    slowdown = comm_slowdown_under_compute(args.build)
+    jitter, jitter_low, jitter_high, jitters = variation(args.build)
     cores = os.cpu_count() or 1
     hardware = {
         "name": f"this machine ({cores} cores, Open MPI 4.1), calibrated {today}",
@@ -85,9 +119,11 @@ def main():
         "nodes": 1,
         "devices_per_node": cores,
         "intra_node": {"kind": "shared_memory", "latency_us": round(link["latency_us"], 3),
-                       "bandwidth_GBps": round(link["bandwidth_GBps"], 3)},
-        "inter_node": {"kind": "ethernet", "latency_us": 12.5, "bandwidth_GBps": 2.8},
+                       "bandwidth_GBps": round(link["bandwidth_GBps"], 3), "achieved_fraction": 1.0},
+        "inter_node": {"kind": "ethernet", "latency_us": 12.5, "bandwidth_GBps": 2.8, "achieved_fraction": 1.0},
         "loader_cores_per_node": cores,
+        "comm_overlaps_compute": slowdown < 2,
+        "variation": {"jitter": round(jitter, 4), "jitter_low": round(jitter_low, 4), "jitter_high": round(jitter_high, 4)},
         "device_tflops": 0.05,
         "sources": {
             "ranks_per_node": "bench/scaling runs np 1, 2 and 4 on this machine (docs/scaling.md)",
@@ -96,6 +132,13 @@ def main():
                                      f"ring fit (rms {link['rms_residual_us']:.3g} us, max error "
                                      f"{100 * link['max_relative_error']:.0f} %): " + "; ".join(np2),
             "intra_node.bandwidth_GBps": "the same fit",
+            "intra_node.achieved_fraction": "1: the fit is of the bandwidth kolo's allreduce achieves",
+            "inter_node.achieved_fraction": "1: measured figures (below), not a line rate",
+            "comm_overlaps_compute": f"sim/calibrate.py {today}: kolo-sim-probe --under-compute at np 2: a 1 MiB allreduce "
+                                     f"takes {slowdown:.0f} times longer while the ranks compute on every core",
+            "variation": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 2 --repeats 3, the "
+                         "model's jitter from each run's variation not shared between the ranks: "
+                         + ", ".join(f"{j:.4f}" for j in jitters),
             "inter_node.latency_us": "../shared/reference/baselines.md, MPI_Allreduce np=2 btl tcp 4 KiB median 25.9 us "
                                      "= 2 alpha; namespace hosts talk TCP over veth (not calibrated)",
             "inter_node.bandwidth_GBps": "../shared/reference/baselines.md, MPI_Allreduce np=2 btl tcp 1 MiB median "

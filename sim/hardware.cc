@@ -29,6 +29,11 @@ Link read_link(const FieldReader& reader) {
     reader.fail("kind", "must be one of shared_memory, pcie, nvlink, ethernet, infiniband, roce; got \"" + kind + "\"");
   link.alpha_s = reader.number("latency_us", true) * 1e-6;
   link.beta_s_per_byte = 1.0 / (reader.number("bandwidth_GBps", false) * 1e9);
+  link.achieved_fraction = 0;  // the kind's default, unless the file says (resolve_links)
+  if (reader.has("achieved_fraction")) {
+    link.achieved_fraction = reader.number("achieved_fraction", false);
+    if (link.achieved_fraction > 1) reader.fail("achieved_fraction", "must be at most 1 (a share of the line rate)");
+  }
   return link;
 }
 
@@ -48,8 +53,17 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
   hw.nodes = top.count("nodes");
   hw.intra_node = read_link(top.object("intra_node"));
   hw.inter_node = read_link(top.object("inter_node"));
-  hw.devices_per_node = document.contains("devices_per_node") ? top.count("devices_per_node") : hw.ranks_per_node;
+  hw.devices_per_node = top.has("devices_per_node") ? top.count("devices_per_node") : hw.ranks_per_node;
   hw.loader_cores_per_node = top.number("loader_cores_per_node", false);
+  if (top.has("variation")) {
+    const FieldReader variation = top.object("variation");
+    hw.jitter = variation.number("jitter", true);
+    hw.jitter_low = variation.number("jitter_low", true);
+    hw.jitter_high = variation.number("jitter_high", true);
+    if (!(hw.jitter_low <= hw.jitter && hw.jitter <= hw.jitter_high && hw.jitter_high < 1))
+      variation.fail("jitter", "must lie in [jitter_low, jitter_high], below 1");
+  }
+  if (top.has("comm_overlaps_compute")) hw.comm_overlaps_compute = top.boolean("comm_overlaps_compute");
   hw.device_flops = top.number("device_tflops", false) * 1e12;
   const FieldReader sources = top.object("sources");
   for (const auto& [field, source] : top.field("sources").items()) hw.sources[field] = sources.text(field);

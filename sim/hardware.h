@@ -17,14 +17,26 @@ namespace kolo::sim {
 using HardwareError = DataFileError;  // a bad hardware file
 
 enum class LinkKind { shared_memory, pcie, nvlink, ethernet, infiniband, roce };
+inline constexpr LinkKind kLinkKinds[] = {LinkKind::shared_memory, LinkKind::pcie,       LinkKind::nvlink,
+                                          LinkKind::ethernet,      LinkKind::infiniband, LinkKind::roce};
 
 std::string to_string(LinkKind kind);
 
-// One link class in the α–β model: a message of n bytes costs alpha + n·beta.
+// One link class in the α–β model: a message of n bytes costs alpha + n·beta, where beta is
+// 1 / (line rate × the share of it a collective achieves).
 struct Link {
   LinkKind kind = LinkKind::shared_memory;
   double alpha_s = 0;          // latency per message (s)
-  double beta_s_per_byte = 0;  // 1 / bandwidth (s/byte)
+  double beta_s_per_byte = 0;  // 1 / line rate (s/byte)
+  // The share of the line rate a collective achieves, in (0, 1]; 1 for a link whose
+  // bandwidth was measured. A hardware file may give it ("achieved_fraction"); if not,
+  // parse_hardware leaves 0 and resolve_links() puts in the kind's default.
+  double achieved_fraction = 1.0;
+  // A token bucket in front of the link (a shaper such as tc's tbf): after an idle time,
+  // up to burst_bytes go at burst_beta_s_per_byte (the link's own speed) before the rest
+  // goes at beta. 0: none.
+  double burst_bytes = 0;
+  double burst_beta_s_per_byte = 0;
 };
 
 struct Hardware {
@@ -37,6 +49,13 @@ struct Hardware {
   // 2 cores for up to 4 ranks). Optional in the file; default: one per rank.
   int devices_per_node = 1;
   double loader_cores_per_node = 1;
+  // Whether a collective progresses while its ranks compute. False where the ranks compute
+  // on every CPU core (this machine): the collective's CPU work waits for the compute
+  // (measured: kolo-sim-probe --under-compute), so communication does not overlap it.
+  bool comm_overlaps_compute = true;
+  // The cluster's own variation between ranks (its file's "variation": jitter and the
+  // range it is known to), measured on it; unset (jitter < 0): sim/defaults.json's.
+  double jitter = -1, jitter_low = -1, jitter_high = -1;
   double device_flops = 0;                    // per rank (FLOP/s)
   std::map<std::string, std::string> sources;  // field -> where its number comes from
 

@@ -45,6 +45,14 @@ class FieldReader {
     return x;
   }
 
+  bool has(const std::string& name) const { return object_.contains(name); }
+
+  bool boolean(const std::string& name) const {
+    const nlohmann::json& value = field(name);
+    if (!value.is_boolean()) fail(name, "must be true or false, got " + value.dump());
+    return value.get<bool>();
+  }
+
   int count(const std::string& name) const {
     const nlohmann::json& value = field(name);
     if (!value.is_number_integer() || value.get<long long>() < 1)

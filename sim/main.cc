@@ -7,10 +7,13 @@
 //   kolo-sim fit-link --collective ring_allreduce SAMPLES.csv   (bytes,ranks,seconds lines)
 //
 // docs/simulator.md explains every flag and the model behind it.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/calibration.h"
+#include "sim/defaults.h"
 #include "sim/simulator.h"
 
 namespace {
@@ -45,8 +49,15 @@ struct Options {
   double fusion_mb = double(kolo::Config{}.fusion_threshold_bytes) / (1024 * 1024), cycle_ms = kolo::Config{}.cycle_time_ms;
   int cache_capacity = kolo::Config{}.cache_capacity;
   bool hierarchical = kolo::Config{}.hierarchical_allreduce, fp16 = false, autotune = kolo::Config{}.autotune;
-  double jitter = 0, straggler_fraction = 0, straggler_slowdown = 2;
+  std::optional<double> jitter;  // unset: the defaults' value, and the band spans its range
+  double straggler_fraction = 0, straggler_slowdown = 2;
   uint64_t seed = 1;
+  int band_runs = 10;
+  std::optional<double> achieved_fraction;  // of the inter-node link's line rate (what-if)
+  double link_burst_bytes = 0;
+  std::string defaults;
+  double until_efficiency = 0;  // > 0: the "how many ranks" mode
+  int max_ranks = 4096;
   int64_t max_steps = 0;
   std::string csv, trace;
   int trace_ranks = 0;
@@ -72,11 +83,32 @@ std::string fixed(double x, int digits) {
   return buffer;
 }
 
-int run(const Options& o) {
-  Hardware hw = load_hardware(data_file(o.hardware, "hardware"));
-  if (o.inter_GBps > 0) hw.inter_node.beta_s_per_byte = 1.0 / (o.inter_GBps * 1e9);
+// The cluster, the workload and the settings one kolo-sim command describes.
+struct Job {
+  Hardware hw;
+  Workload workload;
+  KoloSettings settings;
+  Defaults defaults;
+};
+
+Job job_of(const Options& o) {
+  Job job;
+  job.defaults = load_defaults(o.defaults.empty() ? data_file("defaults", "") : std::filesystem::path(o.defaults));
+  Hardware& hw = job.hw;
+  hw = load_hardware(data_file(o.hardware, "hardware"));
+  resolve(hw, job.defaults);
+  const Link as_given = hw.inter_node;
+  if (o.inter_GBps > 0) {  // a line rate: its kind's achieved share applies
+    hw.inter_node.beta_s_per_byte = 1.0 / (o.inter_GBps * 1e9);
+    hw.inter_node.achieved_fraction = job.defaults.achieved(hw.inter_node.kind);
+  }
+  if (o.achieved_fraction) hw.inter_node.achieved_fraction = *o.achieved_fraction;
   if (o.inter_latency_us >= 0) hw.inter_node.alpha_s = o.inter_latency_us * 1e-6;
-  Workload w;
+  if (o.link_burst_bytes > 0) {  // bursts go at the link's own speed, as the file has it
+    hw.inter_node.burst_bytes = o.link_burst_bytes;
+    hw.inter_node.burst_beta_s_per_byte = link_cost(as_given).beta;
+  }
+  Workload& w = job.workload;
   w.profile = load_profile(data_file(o.model, "profiles"));
   w.batch_per_rank = o.batch;
   w.images_per_epoch = o.images;
@@ -86,62 +118,194 @@ int run(const Options& o) {
   else if (w.profile.measured_s_per_image > 0) w.compute_s_per_image = w.profile.measured_s_per_image;
   else w.compute_s_per_image = compute_s_per_image_from_flops(w.profile, hw.device_flops, o.utilization);
 
-  KoloSettings ks;
+  KoloSettings& ks = job.settings;
   ks.config.fusion_threshold_bytes = static_cast<int64_t>(o.fusion_mb * 1024 * 1024);
   ks.config.cycle_time_ms = o.cycle_ms;
   ks.config.cache_capacity = o.cache_capacity;
   ks.config.hierarchical_allreduce = o.hierarchical;
   ks.config.autotune = o.autotune;
   ks.fp16 = o.fp16;
-  const Variation variation{o.jitter, o.straggler_fraction, o.straggler_slowdown, o.seed};
+  return job;
+}
 
+// The variation of run i of a band of n: seeds o.seed, o.seed + 1...; without --jitter,
+// jitters spread evenly over the defaults' range (the midpoints of n equal slices), so
+// that the band covers both the seeds and what the variation term is not known better than.
+// One rank waits for no other: jitter leaves its mean step as it is and would only add
+// sampling noise to the row every efficiency is measured against, so it runs without.
+Variation variation_of(const Options& o, const Hardware& hw, int ranks, int i, int n) {
+  if (ranks == 1) return Variation{0, 0, 1, o.seed};
+  double jitter = o.jitter.value_or(hw.jitter);
+  if (!o.jitter && n > 1) {
+    // Half the runs spread evenly below the value, half above: the band's median run has
+    // the value itself, and its ends the range's.
+    const int half = n / 2;
+    jitter = i < half ? hw.jitter_low + (hw.jitter - hw.jitter_low) * (i + 0.5) / half
+                      : hw.jitter + (hw.jitter_high - hw.jitter) * (i - half + 0.5) / (n - half);
+  }
+  return Variation{jitter, o.straggler_fraction, o.straggler_slowdown, o.seed + uint64_t(i)};
+}
+
+double quantile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const double at = q * double(values.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(at);
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (at - double(lo));
+}
+
+// One rank count's runs (a band), and its figures against the base row's runs.
+struct Row {
+  int ranks = 0;
+  std::vector<SimResult> runs;
+  std::vector<double> efficiency;  // per run, against the base row's run of the same index
+  double median(double SimResult::*field) const {
+    std::vector<double> v;
+    for (const SimResult& r : runs) v.push_back(r.*field);
+    return quantile(v, 0.5);
+  }
+  double efficiency_at(double q) const { return quantile(efficiency, q); }
+};
+
+Row simulate_row(const Options& o, const Job& job, int n, const Row* base, kolo::Timeline* trace) {
+  Row row;
+  row.ranks = n;
+  const Hardware cluster = cluster_of(job.hw, n, o.gpus_per_node);
+  const int runs = std::max(1, o.band_runs);
+  for (int i = 0; i < runs; ++i) {
+    if (n == 1 && i > 0) {  // one rank runs without variation (variation_of): every run is the same
+      row.runs.push_back(row.runs.front());
+      continue;
+    }
+    RunOptions options;
+    options.max_steps = o.max_steps;
+    options.trace = i == 0 ? trace : nullptr;
+    row.runs.push_back(simulate(job.workload, cluster, job.settings, variation_of(o, job.hw, n, i, runs), options));
+  }
+  for (int i = 0; i < runs; ++i) {
+    const double base_rate = base ? base->runs[i].images_per_s : row.runs[i].images_per_s;
+    const int base_ranks = base ? base->ranks : n;
+    row.efficiency.push_back(row.runs[i].images_per_s / base_rate / (double(n) / base_ranks));
+  }
+  return row;
+}
+
+std::string describe_terms(const Options& o, const Job& job) {
+  const Hardware& hw = job.hw;
+  std::string text = "variation between ranks: jitter ";
+  if (o.jitter) text += fixed(*o.jitter, 3) + " (given)";
+  else text += fixed(hw.jitter, 3) + (o.band_runs > 1 ? ", band over " + fixed(hw.jitter_low, 3) + "-" + fixed(hw.jitter_high, 3) : "");
+  text += (o.band_runs > 1 ? " and " + std::to_string(o.band_runs) + " seeds" : "") + std::string("; links at ") +
+          fixed(job.hw.intra_node.achieved_fraction, 3) + " (inside a node) and " +
+          fixed(job.hw.inter_node.achieved_fraction, 3) + " (between nodes) of their line rates";
+  if (!job.hw.comm_overlaps_compute) text += "; communication waits for compute (CPU devices)";
+  if (job.hw.inter_node.burst_bytes > 0) text += "; a " + fixed(job.hw.inter_node.burst_bytes, 0) + "-byte burst bucket between nodes";
+  return text;
+}
+
+int run(const Options& o) {
+  const Job job = job_of(o);
+  const Hardware& hw = job.hw;
   std::vector<int> ranks = o.ranks;
   if (ranks.empty())
     for (int n = 1; n <= hw.ranks(); n *= 2) ranks.push_back(n);
-  std::vector<Hardware> clusters;  // checked before anything is printed
-  for (int n : ranks) clusters.push_back(cluster_of(hw, n, o.gpus_per_node));
+  for (int n : ranks) cluster_of(hw, n, o.gpus_per_node);  // checked before anything is printed
 
   std::printf("kolo-sim: %s on %s; batch %d per rank, %lld images per epoch, %.3f ms of compute per image\n",
-              w.profile.model.c_str(), hw.name.c_str(), o.batch, static_cast<long long>(o.images),
-              w.compute_s_per_image * 1e3);
-  std::printf("| ranks | nodes | epoch (s) | images/s | speedup | efficiency | allreduce share | loader wait | cycles/step |\n"
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              job.workload.profile.model.c_str(), hw.name.c_str(), o.batch, static_cast<long long>(o.images),
+              job.workload.compute_s_per_image * 1e3);
+  std::printf("%s\n", describe_terms(o, job).c_str());
+  const bool band = o.band_runs > 1;
+  std::printf("| ranks | nodes | epoch (s) | images/s | speedup | efficiency |%s allreduce share | loader wait | cycles/step |\n"
+              "|---:|---:|---:|---:|---:|---:|%s---:|---:|---:|\n",
+              band ? " efficiency p10-p90 |" : "", band ? "---:|" : "");
   std::ofstream csv;
   if (!o.csv.empty()) {
     csv.open(o.csv);
     if (!csv) throw std::runtime_error("cannot write --csv file '" + o.csv + "'");
     csv << "placement,links,ranks,nodes,model,batch,threads,images,epoch_s,images_per_s,fused_bytes_per_step,"
-           "allreduce_ms_per_step,comm_share,runs,load\n";
+           "allreduce_ms_per_step,comm_share,runs,load,efficiency_p10,efficiency_p90\n";
   }
-  double base_rate = 0;
-  int base_ranks = 0;
+  std::optional<Row> base;
   std::string autotune_lines;  // after the table, which they would break
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const int n = ranks[i];
-    const Hardware& cluster = clusters[i];
+  for (int n : ranks) {
     kolo::Timeline timeline;
-    RunOptions run_options;
-    run_options.max_steps = o.max_steps;
-    if (!o.trace.empty() && n == (o.trace_ranks > 0 ? o.trace_ranks : ranks.back())) {
-      timeline.open(o.trace, 0, kolo::Timeline::Clock::time_point());
-      run_options.trace = &timeline;
-    }
-    const SimResult r = simulate(w, cluster, ks, variation, run_options);
+    const bool traced = !o.trace.empty() && n == (o.trace_ranks > 0 ? o.trace_ranks : ranks.back());
+    if (traced) timeline.open(o.trace, 0, kolo::Timeline::Clock::time_point());
+    const Row row = simulate_row(o, job, n, base ? &*base : nullptr, traced ? &timeline : nullptr);
     timeline.close();
-    if (base_ranks == 0) base_rate = r.images_per_s, base_ranks = n;
-    const double speedup = r.images_per_s / base_rate;
-    std::printf("| %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", n, r.nodes, fixed(r.epoch_s, 2).c_str(),
-                fixed(r.images_per_s, 1).c_str(), fixed(speedup, 2).c_str(),
-                fixed(speedup / (double(n) / base_ranks), 3).c_str(), fixed(r.comm_share, 3).c_str(),
-                fixed(r.loader_wait_share, 3).c_str(), fixed(double(r.cycles) / r.steps_simulated, 1).c_str());
-    if (!r.autotune_choice.empty()) autotune_lines += "autotune at " + std::to_string(n) + " ranks: " + r.autotune_choice + "\n";
+    if (!base) base = row;
+    const SimResult& first = row.runs.front();
+    const double rate = row.median(&SimResult::images_per_s), efficiency = row.efficiency_at(0.5);
+    const double speedup = efficiency * double(n) / base->ranks;
+    const std::string spread = band ? " " + fixed(row.efficiency_at(0.1), 3) + "-" + fixed(row.efficiency_at(0.9), 3) + " |" : "";
+    std::printf("| %d | %d | %s | %s | %s | %s |%s %s | %s | %s |\n", n, first.nodes,
+                fixed(row.median(&SimResult::epoch_s), 2).c_str(), fixed(rate, 1).c_str(), fixed(speedup, 2).c_str(),
+                fixed(efficiency, 3).c_str(), spread.c_str(), fixed(row.median(&SimResult::comm_share), 3).c_str(),
+                fixed(row.median(&SimResult::loader_wait_share), 3).c_str(),
+                fixed(double(first.cycles) / first.steps_simulated, 1).c_str());
+    if (!first.autotune_choice.empty()) autotune_lines += "autotune at " + std::to_string(n) + " ranks: " + first.autotune_choice + "\n";
     if (csv.is_open()) {
-      csv << "sim:" << o.hardware << ",-," << n << ',' << r.nodes << ',' << w.profile.model << ',' << o.batch << ",1,"
-          << r.steps_per_epoch * o.batch * n << ',' << r.epoch_s << ',' << r.images_per_s << ','
-          << r.bytes_per_step << ',' << r.allreduce_s_per_step * 1e3 << ',' << r.comm_share << ",1,0\n";
+      csv << "sim:" << o.hardware << ",-," << n << ',' << first.nodes << ',' << job.workload.profile.model << ','
+          << o.batch << ",1," << first.steps_per_epoch * o.batch * n << ',' << row.median(&SimResult::epoch_s) << ','
+          << rate << ',' << first.bytes_per_step << ',' << row.median(&SimResult::allreduce_s_per_step) * 1e3 << ','
+          << row.median(&SimResult::comm_share) << ',' << row.runs.size() << ",0," << row.efficiency_at(0.1) << ','
+          << row.efficiency_at(0.9) << '\n';
     }
   }
   std::fputs(autotune_lines.c_str(), stdout);
+  return 0;
+}
+
+// "How many ranks before efficiency drops below X": efficiency against one rank at whole
+// powers of two up to a node, then whole nodes doubling until the median falls below X
+// (or --max-ranks), then halving the gap in whole nodes; the same for the band's p10 and
+// p90, which bound the answer. Assumes efficiency falls as ranks grow.
+int until_efficiency(const Options& o) {
+  const Job job = job_of(o);
+  const int per_node = o.gpus_per_node > 0 ? o.gpus_per_node : job.hw.ranks_per_node;
+  std::map<int, Row> rows;
+  const Row base = simulate_row(o, job, 1, nullptr, nullptr);
+  auto row_at = [&](int n) -> const Row& {
+    auto it = rows.find(n);
+    if (it == rows.end()) it = rows.emplace(n, simulate_row(o, job, n, &base, nullptr)).first;
+    return it->second;
+  };
+  std::vector<int> ladder;
+  for (int n = 1; n < per_node; n *= 2) ladder.push_back(n);
+  for (int n = per_node; n <= o.max_ranks; n *= 2) ladder.push_back(n);
+  // The most ranks at which efficiency quantile q stays >= X (1 if not even 2), or none
+  // if it never drops below X up to --max-ranks.
+  auto last_good = [&](double q) -> std::optional<int> {
+    int good = 1, bad = 0;
+    for (int n : ladder) {
+      if (n == 1) continue;
+      if (row_at(n).efficiency_at(q) >= o.until_efficiency) good = n;
+      else { bad = n; break; }
+    }
+    if (bad == 0) return std::nullopt;
+    const int step = good >= per_node ? per_node : 1;
+    while (bad - good > step) {
+      const int mid = (good + bad) / 2 / step * step;
+      if (mid <= good) break;
+      (row_at(mid).efficiency_at(q) >= o.until_efficiency ? good : bad) = mid;
+    }
+    return good;
+  };
+  const std::optional<int> median = last_good(0.5), low = last_good(0.1), high = last_good(0.9);
+  std::printf("kolo-sim: %s on %s, batch %d per rank, %.3f ms of compute per image\n%s\n",
+              job.workload.profile.model.c_str(), job.hw.name.c_str(), o.batch, job.workload.compute_s_per_image * 1e3,
+              describe_terms(o, job).c_str());
+  std::printf("| ranks | nodes | efficiency | p10-p90 |\n|---:|---:|---:|---:|\n");
+  for (const auto& [n, row] : rows)
+    std::printf("| %d | %d | %s | %s-%s |\n", n, row.runs.front().nodes, fixed(row.efficiency_at(0.5), 3).c_str(),
+                fixed(row.efficiency_at(0.1), 3).c_str(), fixed(row.efficiency_at(0.9), 3).c_str());
+  auto answer = [&](const std::optional<int>& n) {
+    return n ? std::to_string(*n) : "at least " + std::to_string(ladder.back());
+  };
+  // The p10 run is the pessimistic end of the band: it drops below X first.
+  std::printf("efficiency stays at or above %s up to %s ranks (band: %s to %s)\n", fixed(o.until_efficiency, 2).c_str(),
+              answer(median).c_str(), answer(low).c_str(), answer(high).c_str());
   return 0;
 }
 
@@ -176,7 +340,7 @@ int fit_link_command(const std::string& collective_name, const std::string& file
 
 int main(int argc, char** argv) {
   CLI::App app{"kolo-sim: kolo's coordinator on a simulated cluster (docs/simulator.md)"};
-  app.set_version_flag("--version", "kolo-sim 1");
+  app.set_version_flag("--version", "kolo-sim 2");
   Options o;
   app.add_option("--hardware", o.hardware, "hardware file, or a name in sim/hardware/ (this_machine, v100_nvlink2_edr, pascal_25g_roce)")
       ->capture_default_str();
@@ -207,7 +371,25 @@ int main(int argc, char** argv) {
   app.add_flag("--hierarchical", o.hierarchical, "KOLO_HIERARCHICAL_ALLREDUCE=1");
   app.add_flag("--fp16", o.fp16, "fp16 compression of the gradients");
   app.add_flag("--autotune", o.autotune, "KOLO_AUTOTUNE=1: the autotuner picks the fusion threshold");
-  app.add_option("--jitter", o.jitter, "relative standard deviation of each rank's step compute")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--jitter", o.jitter,
+                 "relative standard deviation of each rank's step compute (default: sim/defaults.json's, with the band over "
+                 "its range; given: the band is over seeds)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--band-runs", o.band_runs, "runs per rank count for the p10-p90 band (1: one run, no band)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--achieved-fraction", o.achieved_fraction,
+                 "what-if: the share of the inter-node link's line rate a collective achieves (default: its kind's, sim/defaults.json)")
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--link-burst-bytes", o.link_burst_bytes,
+                 "a token bucket of this many bytes in front of the inter-node link (a tc tbf shaper's burst): bursts go at "
+                 "the hardware file's rate, the rest at --link-GBps")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--defaults", o.defaults, "the defaults file (default: sim/defaults.json)")->check(CLI::ExistingFile);
+  app.add_option("--until-efficiency", o.until_efficiency,
+                 "answer how many ranks keep the efficiency at or above this (e.g. 0.8), with its band, instead of --ranks")
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--max-ranks", o.max_ranks, "the most ranks --until-efficiency tries")->capture_default_str()->check(CLI::Range(2, 65536));
   app.add_option("--stragglers", o.straggler_fraction, "share of the ranks slowed each step")->check(CLI::Range(0.0, 1.0));
   app.add_option("--straggler-slowdown", o.straggler_slowdown, "how many times slower a straggler is")
       ->capture_default_str()
@@ -226,6 +408,11 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (fit->parsed()) return fit_link_command(collective, samples);
+    if (o.until_efficiency > 0) {
+      if (!o.ranks.empty()) throw CLI::ValidationError("--until-efficiency", "chooses the rank counts itself: drop --ranks");
+      if (o.max_steps == 0) o.max_steps = 50;  // efficiency from 50 steps, not an epoch at every count
+      return until_efficiency(o);
+    }
     return run(o);
   } catch (const CLI::Error& e) {
     return app.exit(e);

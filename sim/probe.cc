@@ -2,9 +2,20 @@
 // for `kolo-sim fit-link` (sim/calibrate.py runs it). Rank 0 prints "bytes,ranks,seconds"
 // lines: the median of --reps timed allreduces after 3 untimed ones.
 //
+// With --under-compute, it measures instead what communication and compute cost each other
+// on ranks that compute on every core: a thread keeps allreduces of --bytes in flight
+// for a second while the main thread sleeps, then for a second while it runs a compute
+// loop (also timed alone). Rank 0 prints, as medians over the ranks,
+// "compute_loss,<share>" (1 − the compute rate beside the allreduces / alone) and
+// "comm_slowdown,<x>" (the allreduce rate idle / beside the compute): a hardware file's
+// "comm_slowdown_under_compute".
+//
 //   kolorun -np 2 build/sim/kolo-sim-probe [--reps 20] [--sizes 4096,65536,1048576,16777216]
+//   kolorun -np 2 build/sim/kolo-sim-probe --under-compute
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -13,15 +24,90 @@
 
 #include "kolo/kolo.h"
 
+namespace {
+
+// Iterations per second of a floating-point loop, over `seconds`.
+double compute_rate(double seconds) {
+  volatile double sink = 0;
+  double x = 1.0;
+  int64_t iterations = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    for (int i = 0; i < 4096; ++i) x = x * 1.0000001 + 1e-9;
+    iterations += 4096;
+  }
+  sink = x;
+  (void)sink;
+  return double(iterations) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Allreduces of `bytes` completed per second by a thread that keeps them in flight, while
+// the main thread computes or not; every rank runs the same number (they stop together).
+double allreduces_per_s(std::vector<float>& buffer, double seconds, bool compute, double* compute_rate_out) {
+  kolo::barrier();
+  std::atomic<bool> running{true};
+  int64_t done = 0;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread communicate([&] {
+    for (bool more = true; more; ++done) {
+      kolo::allreduce("probe.under_compute", kolo::view(buffer), {kolo::ReduceOp::Sum});
+      std::vector<int32_t> go{running.load() ? 1 : 0};
+      kolo::allreduce("probe.under_compute.more", kolo::view(go), {kolo::ReduceOp::Min});
+      more = go[0] == 1;
+    }
+  });
+  if (compute) *compute_rate_out = compute_rate(seconds);
+  else std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  running = false;
+  communicate.join();
+  return double(done) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median_over_ranks(const std::string& name, double value) {
+  std::vector<double> all;
+  for (const std::string& v : kolo::allgather_bytes(name, std::to_string(value))) all.push_back(std::stod(v));
+  std::sort(all.begin(), all.end());
+  return all[all.size() / 2];
+}
+
+// What communication and compute cost each other on a rank whose cores all compute:
+// (compute lost per second of communication in flight, how many times longer an allreduce
+// takes while the rank computes).
+std::pair<double, double> under_compute(int64_t bytes, double seconds) {
+  std::vector<float> buffer(static_cast<std::size_t>(bytes / 4), 1.0f);
+  kolo::barrier();
+  const double alone = compute_rate(seconds);
+  double busy = 0;
+  const double idle_rate = allreduces_per_s(buffer, seconds, false, nullptr);
+  const double busy_rate = allreduces_per_s(buffer, seconds, true, &busy);
+  return {median_over_ranks("probe.compute_loss", 1.0 - busy / alone),
+          median_over_ranks("probe.comm_slowdown", idle_rate / busy_rate)};
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"kolo-sim-probe: kolo's allreduce time by size, for kolo-sim fit-link"};
   int reps = 20;
   std::vector<int64_t> sizes = {4096, 65536, 1 << 20, 16 << 20};
   app.add_option("--reps", reps, "timed allreduces per size")->capture_default_str()->check(CLI::Range(1, 10000));
   app.add_option("--sizes", sizes, "message sizes in bytes (multiples of 4)")->delimiter(',')->check(CLI::Range(int64_t{4}, int64_t{1} << 31));
+  bool measure_under_compute = false;
+  int64_t bytes = 1 << 20;
+  app.add_flag("--under-compute", measure_under_compute, "measure what allreduces and compute cost each other (see above)");
+  app.add_option("--bytes", bytes, "the allreduces' size for --under-compute")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 30));
   CLI11_PARSE(app, argc, argv);
 
   kolo::init();
+  if (measure_under_compute) {
+    const auto [compute_loss, comm_slowdown] = under_compute(bytes, 1.0);
+    if (kolo::rank() == 0) std::printf("compute_loss,%.4f\ncomm_slowdown,%.4f\n", compute_loss, comm_slowdown);
+    kolo::shutdown();
+    return 0;
+  }
   const int rank = kolo::rank(), size = kolo::size();
   if (rank == 0) std::printf("bytes,ranks,seconds\n");
   for (int64_t bytes : sizes) {

@@ -290,9 +290,16 @@ class Engine {
 
   double run_responses(const std::vector<Response>& responses, double t, bool traced, bool recorded,
                        SimResult& result) {
+    // Where communication cannot overlap compute, a collective starts once every rank's
+    // backward is done (its CPU work waits for the compute: hardware.h).
+    if (!hw_.comm_overlaps_compute && !responses.empty()) {
+      double computing_until = 0;
+      for (int r = 0; r < p_; ++r) computing_until = std::max(computing_until, backward_end(r));
+      t = std::max(t, computing_until);
+    }
     for (const Response& r : responses) {
       const double bytes = double(response_bytes(r));
-      const double took = allreduce_seconds(bytes, hw_, ks_);
+      const double took = collective_seconds(bytes, t);
       if (recorded) result.groups_by_step.back().push_back(r.names);
       if (traced) trace_response(r, bytes, t, t + took);
       allreduce_s_ += took;
@@ -303,6 +310,30 @@ class Engine {
       ++result.responses;
     }
     return t;
+  }
+
+  // An allreduce of `bytes` starting at t. Across nodes behind a token bucket (a shaper),
+  // the bytes the bucket holds go at the link's own speed and the rest at the shaped rate;
+  // the bucket refills at that rate while the link is idle.
+  double collective_seconds(double bytes, double t) {
+    const Link& inter = hw_.inter_node;
+    if (inter.burst_bytes <= 0 || hw_.nodes == 1 || ks_.config.hierarchical_allreduce)
+      return allreduce_seconds(bytes, hw_, ks_);
+    if (ks_.fp16) bytes /= 2;
+    const LinkCost shaped = link_cost(as_seen_by_sharing_ranks(hw_).inter_node);
+    tokens_ = std::min(inter.burst_bytes, tokens_ + std::max(0.0, t - link_idle_since_) / shaped.beta);
+    double best = std::numeric_limits<double>::infinity(), spent = 0;
+    for (Collective c : {Collective::ring_allreduce, Collective::recursive_doubling_allreduce}) {
+      const CostShape shape = cost_shape(c, p_);
+      const double wire = shape.byte_factor * bytes;  // what each rank sends
+      const double burst = std::min(wire, tokens_);
+      const double seconds =
+          shape.steps * shaped.alpha + burst * inter.burst_beta_s_per_byte + (wire - burst) * shaped.beta;
+      if (seconds < best) best = seconds, spent = burst;
+    }
+    tokens_ -= spent;
+    link_idle_since_ = t + best;
+    return best;
   }
 
   void tune() {
@@ -383,6 +414,8 @@ class Engine {
   double cycle_seconds_ = 0;
 
   double allreduce_s_ = 0, allreduce_bytes_ = 0, negotiation_s_ = 0, loader_wait_s_ = 0;
+  // The inter-node link's token bucket (Link::burst_bytes): full at the start.
+  double tokens_ = hw_.inter_node.burst_bytes, link_idle_since_ = 0;
 };
 
 }  // namespace
