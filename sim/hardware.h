@@ -32,11 +32,12 @@ struct Link {
   // bandwidth was measured. A hardware file may give it ("achieved_fraction"); if not,
   // parse_hardware leaves 0 and resolve_links() puts in the kind's default.
   double achieved_fraction = 1.0;
-  // A token bucket in front of the link (a shaper such as tc's tbf): after an idle time,
-  // up to burst_bytes go at burst_beta_s_per_byte (the link's own speed) before the rest
-  // goes at beta. 0: none.
+  // A link shaped below its own speed (tc's tbf on this machine's namespace hosts): the
+  // speed its endpoints reach unshaped, 1 / unshaped_beta_s_per_byte (0: not shaped), and
+  // the shaper's token bucket: after an idle time, up to burst_bytes go at that speed
+  // before the rest goes at beta.
+  double unshaped_beta_s_per_byte = 0;
   double burst_bytes = 0;
-  double burst_beta_s_per_byte = 0;
 };
 
 struct Hardware {
@@ -51,7 +52,8 @@ struct Hardware {
   double loader_cores_per_node = 1;
   // Whether a collective progresses while its ranks compute. False where the ranks compute
   // on every CPU core (this machine): the collective's CPU work waits for the compute
-  // (measured: kolo-sim-probe --under-compute), so communication does not overlap it.
+  // (measured: kolo-sim-probe --under-compute slows an allreduce 95 to 200 times on shared
+  // memory or an unshaped link), so communication does not overlap it.
   bool comm_overlaps_compute = true;
   // The cluster's own variation between ranks (its file's "variation": jitter and the
   // range it is known to), measured on it; unset (jitter < 0): sim/defaults.json's.

@@ -104,9 +104,10 @@ Job job_of(const Options& o) {
   }
   if (o.achieved_fraction) hw.inter_node.achieved_fraction = *o.achieved_fraction;
   if (o.inter_latency_us >= 0) hw.inter_node.alpha_s = o.inter_latency_us * 1e-6;
-  if (o.link_burst_bytes > 0) {  // bursts go at the link's own speed, as the file has it
+  if (o.inter_GBps > 0) hw.inter_node.unshaped_beta_s_per_byte = link_cost(as_given).beta;  // the file's: unshaped
+  if (o.link_burst_bytes > 0) {
+    if (o.inter_GBps <= 0) throw CLI::ValidationError("--link-burst-bytes", "is a shaper's bucket: give the shaped rate, --link-GBps");
     hw.inter_node.burst_bytes = o.link_burst_bytes;
-    hw.inter_node.burst_beta_s_per_byte = link_cost(as_given).beta;
   }
   Workload& w = job.workload;
   w.profile = load_profile(data_file(o.model, "profiles"));
@@ -129,16 +130,15 @@ Job job_of(const Options& o) {
 }
 
 // The variation of run i of a band of n: seeds o.seed, o.seed + 1...; without --jitter,
-// jitters spread evenly over the defaults' range (the midpoints of n equal slices), so
-// that the band covers both the seeds and what the variation term is not known better than.
+// jitters spread over the range the cluster's value is known to (half the runs evenly
+// below the value, half above: the band's median run has the value itself), so that the
+// band covers both the seeds and the uncertainty of the variation term.
 // One rank waits for no other: jitter leaves its mean step as it is and would only add
 // sampling noise to the row every efficiency is measured against, so it runs without.
 Variation variation_of(const Options& o, const Hardware& hw, int ranks, int i, int n) {
   if (ranks == 1) return Variation{0, 0, 1, o.seed};
   double jitter = o.jitter.value_or(hw.jitter);
   if (!o.jitter && n > 1) {
-    // Half the runs spread evenly below the value, half above: the band's median run has
-    // the value itself, and its ends the range's.
     const int half = n / 2;
     jitter = i < half ? hw.jitter_low + (hw.jitter - hw.jitter_low) * (i + 0.5) / half
                       : hw.jitter + (hw.jitter_high - hw.jitter) * (i - half + 0.5) / (n - half);

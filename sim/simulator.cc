@@ -292,11 +292,8 @@ class Engine {
                        SimResult& result) {
     // Where communication cannot overlap compute, a collective starts once every rank's
     // backward is done (its CPU work waits for the compute: hardware.h).
-    if (!hw_.comm_overlaps_compute && !responses.empty()) {
-      double computing_until = 0;
-      for (int r = 0; r < p_; ++r) computing_until = std::max(computing_until, backward_end(r));
-      t = std::max(t, computing_until);
-    }
+    if (!hw_.comm_overlaps_compute && !responses.empty())
+      for (int r = 0; r < p_; ++r) t = std::max(t, backward_end(r));
     for (const Response& r : responses) {
       const double bytes = double(response_bytes(r));
       const double took = collective_seconds(bytes, t);
@@ -328,7 +325,7 @@ class Engine {
       const double wire = shape.byte_factor * bytes;  // what each rank sends
       const double burst = std::min(wire, tokens_);
       const double seconds =
-          shape.steps * shaped.alpha + burst * inter.burst_beta_s_per_byte + (wire - burst) * shaped.beta;
+          shape.steps * shaped.alpha + burst * inter.unshaped_beta_s_per_byte + (wire - burst) * shaped.beta;
       if (seconds < best) best = seconds, spent = burst;
     }
     tokens_ -= spent;

@@ -10,7 +10,8 @@ recommendations on the namespace hosts.
 2. with --links (root): np 2 and 4 over two namespace hosts (run_scaling.py --placements
    netns), unshaped and at each shaped rate. The link between the hosts is calibrated
    once, unshaped, with kolo-sim-probe at np 2 (one rank a host); a shaped rate is given
-   to kolo-sim as --link-GBps, not fitted. The hosts share this machine's cores: each host
+   to kolo-sim as --link-GBps (a line rate: kolo-sim's Ethernet share of it applies), with
+   the shaper's token bucket (--link-burst-bytes, tools/cluster/shape.sh's), not fitted. The hosts share this machine's cores: each host
    is given 1 device;
 3. with --links: for the synthetic benchmark's MNIST net at np 2 over the hosts at the
    slowest rate, kolo-sim ranks four settings (defaults, fp16 compression, a 5 ms cycle
@@ -50,6 +51,17 @@ def gbytes_per_s(rate):
     if not m:
         sys.exit(f"validate: link rate '{rate}': expected e.g. 1gbit or 100mbit")
     return float(m.group(1)) * (1.0 if m.group(2) == "gbit" else 1e-3) / 8
+
+
+def shaper_burst_bytes(rate):
+    """The bucket tools/cluster/shape.sh gives tbf at this rate: about 1 ms of traffic, at
+    least 128 KiB. kolo-sim sends that many bytes at the unshaped link's speed after an
+    idle time (--link-burst-bytes)."""
+    return max(131072, int(gbytes_per_s(rate) * 1e9 / 1000))
+
+
+def shaped_flags(rate):
+    return [] if rate == "none" else ["--link-GBps", gbytes_per_s(rate), "--link-burst-bytes", shaper_burst_bytes(rate)]
 
 
 def kolo_sim(args, *flags):
@@ -130,7 +142,7 @@ def netns_hardware(args, cluster, local_file):
     hw.update({"name": "this machine as 2 namespace hosts (veth, TCP)", "ranks_per_node": 2, "nodes": 2,
                "devices_per_node": max(1, cores // 2), "loader_cores_per_node": max(1, cores // 2)})
     hw["inter_node"] = {"kind": "ethernet", "latency_us": round(fit["latency_us"], 3),
-                        "bandwidth_GBps": round(fit["bandwidth_GBps"], 3)}
+                        "bandwidth_GBps": round(fit["bandwidth_GBps"], 3), "achieved_fraction": 1.0}
     hw["sources"] = dict(hw["sources"], **{
         "devices_per_node": "the hosts share this machine's cores: half each",
         "inter_node.latency_us": "sim/validate_this_machine.py: kolo allreduce at np 2 over two namespace hosts, "
@@ -177,8 +189,8 @@ def recommendation_check(args, cluster, hardware, rate):
         predicted = {}
         for name, flags, _, _ in CANDIDATES:
             predicted[name] = kolo_sim(args, "--hardware", hardware, "--model", profile, "--batch", 32, "--images",
-                                       32 * 2 * 500, "--ranks", 2, "--gpus-per-node", 1, "--link-GBps",
-                                       gbytes_per_s(rate), *flags)[2][1]
+                                       32 * 2 * 500, "--ranks", 2, "--gpus-per-node", 1, *shaped_flags(rate),
+                                       *flags)[2][1]
     cluster.shape(rate, "")
     measured = {name: [] for name, _, _, _ in CANDIDATES}
     for _ in range(args.rounds):
@@ -237,7 +249,7 @@ def main():
                      f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s.")
         netns = scaling_rounds(args, ["--ranks", "2,4", "--placements", "netns", "--hosts", "2", "--links", ",".join(links)])
         for rate_name in links:
-            shaped = [] if rate_name == "none" else ["--link-GBps", gbytes_per_s(rate_name)]
+            shaped = shaped_flags(rate_name)
             for ranks in (2, 4):
                 sim = kolo_sim(args, "--hardware", hardware, "--ranks", ranks, "--gpus-per-node", ranks // 2,
                                *common, *shaped)

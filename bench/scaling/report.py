@@ -31,6 +31,9 @@ class Row:
     speedup: float = 0.0
     efficiency: float = 0.0
     ideal_epoch_s: float = 0.0
+    # kolo-sim's rows only: the p10-p90 of its runs' efficiency (0: a measured row, none).
+    efficiency_p10: float = 0.0
+    efficiency_p90: float = 0.0
 
     def series(self):
         return (self.placement, self.links)
@@ -103,6 +106,12 @@ def plot(rows, path, title, cores):
         ax_time.plot(x, [r.ideal_epoch_s for r in members], ":", color=style["color"], alpha=0.7)
         ax_speed.plot(x, [r.speedup for r in members], "o-", **style)
         ax_eff.plot(x, [100 * r.efficiency for r in members], "o-", **style)
+        if all(r.efficiency_p90 > 0 for r in members):  # kolo-sim's band
+            ax_eff.fill_between(x, [100 * r.efficiency_p10 for r in members], [100 * r.efficiency_p90 for r in members],
+                                color=style["color"], alpha=0.2, linewidth=0)
+            ax_speed.fill_between(x, [r.efficiency_p10 * r.ranks / members[0].ranks for r in members],
+                                  [r.efficiency_p90 * r.ranks / members[0].ranks for r in members],
+                                  color=style["color"], alpha=0.2, linewidth=0)
         ax_comm.plot(x, [max(r.allreduce_ms_per_step, 1e-3) for r in members], "o-", **style)
     base = ranks[0]
     ax_speed.plot(ranks, [n / base for n in ranks], "k:", label="ideal")

@@ -262,7 +262,7 @@ TEST_CASE("a token bucket sends its burst at the link's speed and the rest at th
   Hardware hw = cluster(1, 2);  // 2 ranks on 2 nodes: recursive doubling, 1 step of the whole buffer
   hw.inter_node = {LinkKind::ethernet, 20e-6, 1.0 / 12.5e6};  // 100 Mbit/s
   hw.inter_node.burst_bytes = 131072;
-  hw.inter_node.burst_beta_s_per_byte = 1.0 / 3e9;
+  hw.inter_node.unshaped_beta_s_per_byte = 1.0 / 3e9;
   Workload w = one_gradient(250'000);  // 1 MB
   w.images_per_epoch = 10 * 2;         // one step: the bucket starts full
   const SimResult r = simulate(w, hw, KoloSettings{});
