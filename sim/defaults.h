@@ -19,9 +19,7 @@
 namespace kolo::sim {
 
 struct Defaults {
-  double jitter = 0;       // relative standard deviation of a rank's step compute
-  double jitter_low = 0;   // the range that value is known to (low <= jitter <= high)
-  double jitter_high = 0;
+  VariationRange variation{0, 0, 0};
   std::map<LinkKind, double> achieved_fraction;  // every kind, in (0, 1]; 1: the line rate
   std::map<std::string, std::string> sources;    // field -> where its value comes from
 

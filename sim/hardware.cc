@@ -45,6 +45,14 @@ std::string to_string(LinkKind kind) {
   return "unknown";
 }
 
+VariationRange read_variation(const FieldReader& variation) {
+  const VariationRange v{variation.number("jitter", true), variation.number("jitter_low", true),
+                         variation.number("jitter_high", true)};
+  if (!(v.low <= v.jitter && v.jitter <= v.high && v.high < 1))
+    variation.fail("jitter", "must lie in [jitter_low, jitter_high], below 1");
+  return v;
+}
+
 Hardware parse_hardware(const nlohmann::json& document, const std::string& origin) {
   const FieldReader top(document, origin, "");
   Hardware hw;
@@ -55,18 +63,10 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
   hw.inter_node = read_link(top.object("inter_node"));
   hw.devices_per_node = top.has("devices_per_node") ? top.count("devices_per_node") : hw.ranks_per_node;
   hw.loader_cores_per_node = top.number("loader_cores_per_node", false);
-  if (top.has("variation")) {
-    const FieldReader variation = top.object("variation");
-    hw.jitter = variation.number("jitter", true);
-    hw.jitter_low = variation.number("jitter_low", true);
-    hw.jitter_high = variation.number("jitter_high", true);
-    if (!(hw.jitter_low <= hw.jitter && hw.jitter <= hw.jitter_high && hw.jitter_high < 1))
-      variation.fail("jitter", "must lie in [jitter_low, jitter_high], below 1");
-  }
+  if (top.has("variation")) hw.variation = read_variation(top.object("variation"));
   if (top.has("comm_overlaps_compute")) hw.comm_overlaps_compute = top.boolean("comm_overlaps_compute");
   hw.device_flops = top.number("device_tflops", false) * 1e12;
-  const FieldReader sources = top.object("sources");
-  for (const auto& [field, source] : top.field("sources").items()) hw.sources[field] = sources.text(field);
+  hw.sources = top.strings("sources");
   return hw;
 }
 

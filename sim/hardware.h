@@ -40,6 +40,16 @@ struct Link {
   double burst_bytes = 0;
 };
 
+// Variation between ranks: the relative standard deviation of a rank's step compute, and
+// the range that value is known to (low <= jitter <= high < 1). jitter < 0: not given.
+struct VariationRange {
+  double jitter = -1, low = -1, high = -1;
+  bool given() const { return jitter >= 0; }
+};
+
+// Reads {"jitter", "jitter_low", "jitter_high"}, checking that the value lies in its range.
+VariationRange read_variation(const FieldReader& variation);
+
 struct Hardware {
   std::string name;
   int ranks_per_node = 1;
@@ -55,9 +65,9 @@ struct Hardware {
   // (measured: kolo-sim-probe --under-compute slows an allreduce 95 to 200 times on shared
   // memory or an unshaped link), so communication does not overlap it.
   bool comm_overlaps_compute = true;
-  // The cluster's own variation between ranks (its file's "variation": jitter and the
-  // range it is known to), measured on it; unset (jitter < 0): sim/defaults.json's.
-  double jitter = -1, jitter_low = -1, jitter_high = -1;
+  // The cluster's own variation between ranks (its file's "variation"), measured on it;
+  // not given: sim/defaults.json's.
+  VariationRange variation;
   double device_flops = 0;                    // per rank (FLOP/s)
   std::map<std::string, std::string> sources;  // field -> where its number comes from
 

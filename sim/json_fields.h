@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -64,6 +65,14 @@ class FieldReader {
     const nlohmann::json& value = field(name);
     if (!value.is_string()) fail(name, "must be a string, got " + value.dump());
     return value.get<std::string>();
+  }
+
+  // An object field of strings, as a map (a data file's "sources").
+  std::map<std::string, std::string> strings(const std::string& name) const {
+    const FieldReader inner = object(name);
+    std::map<std::string, std::string> out;
+    for (const auto& [key, value] : field(name).items()) out[key] = inner.text(key);
+    return out;
   }
 
   FieldReader object(const std::string& name) const { return FieldReader(field(name), origin_, prefix_ + name + "."); }

@@ -137,11 +137,11 @@ Job job_of(const Options& o) {
 // sampling noise to the row every efficiency is measured against, so it runs without.
 Variation variation_of(const Options& o, const Hardware& hw, int ranks, int i, int n) {
   if (ranks == 1) return Variation{0, 0, 1, o.seed};
-  double jitter = o.jitter.value_or(hw.jitter);
+  double jitter = o.jitter.value_or(hw.variation.jitter);
   if (!o.jitter && n > 1) {
     const int half = n / 2;
-    jitter = i < half ? hw.jitter_low + (hw.jitter - hw.jitter_low) * (i + 0.5) / half
-                      : hw.jitter + (hw.jitter_high - hw.jitter) * (i - half + 0.5) / (n - half);
+    jitter = i < half ? hw.variation.low + (hw.variation.jitter - hw.variation.low) * (i + 0.5) / half
+                      : hw.variation.jitter + (hw.variation.high - hw.variation.jitter) * (i - half + 0.5) / (n - half);
   }
   return Variation{jitter, o.straggler_fraction, o.straggler_slowdown, o.seed + uint64_t(i)};
 }
@@ -194,7 +194,7 @@ std::string describe_terms(const Options& o, const Job& job) {
   const Hardware& hw = job.hw;
   std::string text = "variation between ranks: jitter ";
   if (o.jitter) text += fixed(*o.jitter, 3) + " (given)";
-  else text += fixed(hw.jitter, 3) + (o.band_runs > 1 ? ", band over " + fixed(hw.jitter_low, 3) + "-" + fixed(hw.jitter_high, 3) : "");
+  else text += fixed(hw.variation.jitter, 3) + (o.band_runs > 1 ? ", band over " + fixed(hw.variation.low, 3) + "-" + fixed(hw.variation.high, 3) : "");
   text += (o.band_runs > 1 ? " and " + std::to_string(o.band_runs) + " seeds" : "") + std::string("; links at ") +
           fixed(job.hw.intra_node.achieved_fraction, 3) + " (inside a node) and " +
           fixed(job.hw.inter_node.achieved_fraction, 3) + " (between nodes) of their line rates";

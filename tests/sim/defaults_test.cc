@@ -11,9 +11,9 @@ using Catch::Matchers::Contains;
 
 TEST_CASE("the shipped defaults give every link kind a share of its line rate and every value a source") {
   const Defaults d = load_defaults(std::filesystem::path(KOLO_SIM_DATA_DIR) / "defaults.json");
-  CHECK(d.jitter_low <= d.jitter);
-  CHECK(d.jitter <= d.jitter_high);
-  CHECK(d.jitter > 0);
+  CHECK(d.variation.low <= d.variation.jitter);
+  CHECK(d.variation.jitter <= d.variation.high);
+  CHECK(d.variation.jitter > 0);
   CHECK(d.sources.count("variation.jitter") == 1);
   for (LinkKind kind : kLinkKinds) {
     INFO(to_string(kind));
@@ -42,15 +42,15 @@ TEST_CASE("a bad defaults file names the field") {
 TEST_CASE("resolve fills in the kind's share and the variation only where the cluster's file gave none") {
   Defaults d = Defaults::none();
   d.achieved_fraction[LinkKind::infiniband] = 0.9;
-  d.jitter = 0.03, d.jitter_low = 0.02, d.jitter_high = 0.05;
+  d.variation = {0.03, 0.02, 0.05};
   Hardware hw;
   hw.intra_node = {LinkKind::nvlink, 0, 1e-9, 0.7};
   hw.inter_node = {LinkKind::infiniband, 0, 1e-9, 0};
   resolve(hw, d);
   CHECK(hw.intra_node.achieved_fraction == 0.7);
   CHECK(hw.inter_node.achieved_fraction == 0.9);
-  CHECK(hw.jitter == 0.03);
-  hw.jitter = 0.1;
+  CHECK(hw.variation.jitter == 0.03);
+  hw.variation = {0.1, 0.1, 0.1};
   resolve(hw, d);
-  CHECK(hw.jitter == 0.1);
+  CHECK(hw.variation.jitter == 0.1);
 }

@@ -99,15 +99,15 @@ TEST_CASE("a hardware file may give a link's achieved share, its own variation a
   nlohmann::json doc = valid();
   CHECK(parse_hardware(doc, "test").inter_node.achieved_fraction == 0);  // left to the defaults
   CHECK(parse_hardware(doc, "test").comm_overlaps_compute);
-  CHECK(parse_hardware(doc, "test").jitter < 0);
+  CHECK_FALSE(parse_hardware(doc, "test").variation.given());
   doc["inter_node"]["achieved_fraction"] = 0.5;
   doc["comm_overlaps_compute"] = false;
   doc["variation"] = {{"jitter", 0.05}, {"jitter_low", 0.04}, {"jitter_high", 0.1}};
   const Hardware hw = parse_hardware(doc, "test");
   CHECK(hw.inter_node.achieved_fraction == 0.5);
   CHECK_FALSE(hw.comm_overlaps_compute);
-  CHECK(hw.jitter == 0.05);
-  CHECK(hw.jitter_high == 0.1);
+  CHECK(hw.variation.jitter == 0.05);
+  CHECK(hw.variation.high == 0.1);
   doc["inter_node"]["achieved_fraction"] = 1.5;
   CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"),
                     Contains("cluster.json") && Contains("inter_node.achieved_fraction") && Contains("at most 1"));
