@@ -117,7 +117,8 @@ def plot(rows, path, title, cores):
     ax_speed.plot(ranks, [n / base for n in ranks], "k:", label="ideal")
     # All placements share this machine's cores: more ranks than cores x threads cannot add speed.
     limit = max(1, cores // rows[0].threads)
-    if ranks[-1] > limit:
+    simulated = all(r.placement.startswith("sim:") for r in rows)  # kolo-sim's rows: another cluster's cores
+    if ranks[-1] > limit and not simulated:
         ax_speed.plot(ranks, [min(n, limit) / min(base, limit) for n in ranks], "--", color="grey",
                       label=f"{cores} cores' limit")
     ax_eff.axhline(100, color="k", linestyle=":", label="ideal")
