@@ -12,10 +12,12 @@
    times longer an allreduce takes while the ranks compute on every core; far above 1
    (the collective's CPU work waits for the compute), the file says
    "comm_overlaps_compute": false.
-4. Variation between ranks: sim/validation/measure_variation.py at np 2, 3 runs of the
-   MNIST job with every rank's timeline: each run's variation not shared by the step's
-   other rank, as the model's jitter (cv / sqrt(1 - 1/p)); the file's "variation" is their
-   median and its range their lowest and highest.
+4. Variation between ranks: sim/validation/measure_variation.py at np 1 and 2, 3 runs each
+   of the MNIST job with every rank's timeline: each np 2 run's variation not shared by the
+   step's other rank, as the model's jitter (cv / sqrt(1 - 1/p)); the file's "variation" is
+   their median and its range their lowest and highest. The same runs give
+   "compute_slowdown_when_busy": the median per-step compute of a rank at np 2 (both cores
+   computing) over that at np 1.
 
 It writes the hardware file (with the measured numbers as its sources) and prints the
 compute figure to give kolo-sim (--one-device-images-per-s) and the np 4 samples beside
@@ -27,6 +29,7 @@ import datetime
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -75,15 +78,16 @@ def comm_slowdown_under_compute(build):
 def variation(build):
     with tempfile.TemporaryDirectory() as out:
         path = os.path.join(out, "variation.json")
-        command = [sys.executable, os.path.join(HERE, "validation", "measure_variation.py"), "--ranks", "2",
+        command = [sys.executable, os.path.join(HERE, "validation", "measure_variation.py"), "--ranks", "1,2",
                    "--repeats", "3", "--build", build, "--json", path]
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             sys.exit(f"calibrate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")
         with open(path) as f:
             runs = json.load(f)["runs"]
-    jitters = sorted(r["jitter"] for r in runs)
-    return jitters[len(jitters) // 2], jitters[0], jitters[-1], jitters
+    jitters = sorted(r["jitter"] for r in runs if r["ranks"] == 2)
+    compute = {p: statistics.median(r["median_compute_ms"] for r in runs if r["ranks"] == p) for p in (1, 2)}
+    return jitters[len(jitters) // 2], jitters[0], jitters[-1], jitters, max(1.0, compute[2] / compute[1]), compute
 
 
 def compute_per_image(build, images):
@@ -111,7 +115,7 @@ def main():
     np4 = probe(args.build, 4)
     seconds_per_image = compute_per_image(args.build, args.images)
     slowdown = comm_slowdown_under_compute(args.build)
-    jitter, jitter_low, jitter_high, jitters = variation(args.build)
+    jitter, jitter_low, jitter_high, jitters, busy, compute_ms = variation(args.build)
     cores = os.cpu_count() or 1
     hardware = {
         "name": f"this machine ({cores} cores, Open MPI 4.1), calibrated {today}",
@@ -123,6 +127,7 @@ def main():
         "inter_node": {"kind": "ethernet", "latency_us": 12.5, "bandwidth_GBps": 2.8, "achieved_fraction": 1.0},
         "loader_cores_per_node": cores,
         "comm_overlaps_compute": slowdown < 2,
+        "compute_slowdown_when_busy": round(busy, 3),
         "variation": {"jitter": round(jitter, 4), "jitter_low": round(jitter_low, 4), "jitter_high": round(jitter_high, 4)},
         "device_tflops": 0.05,
         "sources": {
@@ -136,7 +141,10 @@ def main():
             "inter_node.achieved_fraction": "1: measured figures (below), not a line rate",
             "comm_overlaps_compute": f"sim/calibrate.py {today}: kolo-sim-probe --under-compute at np 2: a 1 MiB allreduce "
                                      f"takes {slowdown:.0f} times longer while the ranks compute on every core",
-            "variation": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 2 --repeats 3, the "
+            "compute_slowdown_when_busy": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 "
+                                          f"--repeats 3, a rank's median compute per step at np 2 over np 1 (medians of "
+                                          f"the runs): {compute_ms[2]:.2f} / {compute_ms[1]:.2f} ms",
+            "variation": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 --repeats 3, the "
                          "model's jitter from each run's variation not shared between the ranks: "
                          + ", ".join(f"{j:.4f}" for j in jitters),
             "inter_node.latency_us": "../shared/reference/baselines.md, MPI_Allreduce np=2 btl tcp 4 KiB median 25.9 us "

@@ -64,6 +64,10 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
   hw.devices_per_node = top.has("devices_per_node") ? top.count("devices_per_node") : hw.ranks_per_node;
   hw.loader_cores_per_node = top.number("loader_cores_per_node", false);
   if (top.has("variation")) hw.variation = read_variation(top.object("variation"));
+  if (top.has("compute_slowdown_when_busy")) {
+    hw.compute_slowdown_when_busy = top.number("compute_slowdown_when_busy", false);
+    if (hw.compute_slowdown_when_busy < 1) top.fail("compute_slowdown_when_busy", "must be at least 1");
+  }
   if (top.has("comm_overlaps_compute")) hw.comm_overlaps_compute = top.boolean("comm_overlaps_compute");
   hw.device_flops = top.number("device_tflops", false) * 1e12;
   hw.sources = top.strings("sources");

@@ -65,6 +65,11 @@ struct Hardware {
   // (measured: kolo-sim-probe --under-compute slows an allreduce 95 to 200 times on shared
   // memory or an unshaped link), so communication does not overlap it.
   bool comm_overlaps_compute = true;
+  // How many times longer a rank's compute takes when every device of its node computes,
+  // against one rank alone: shared caches and memory bandwidth, a hypervisor (this
+  // machine's 2 vCPUs). Measured where the devices are CPU cores (sim/calibrate.py: np 2
+  // against np 1 from every rank's timeline); 1 elsewhere.
+  double compute_slowdown_when_busy = 1;
   // The cluster's own variation between ranks (its file's "variation"), measured on it;
   // not given: sim/defaults.json's.
   VariationRange variation;

@@ -27,6 +27,11 @@ double device_sharing(const Hardware& cluster) {
   return std::max(1.0, double(cluster.ranks_per_node) / cluster.devices_per_node);
 }
 
+double busy_node_slowdown(const Hardware& cluster) {
+  const bool all_busy = cluster.ranks() > 1 && cluster.ranks_per_node >= cluster.devices_per_node;
+  return all_busy ? cluster.compute_slowdown_when_busy : 1.0;
+}
+
 // The links as ranks that share their devices see them: a message's latency and a
 // shared-memory copy are work of the sharing ranks' CPUs, slowed as they are; a wire
 // between nodes moves its bytes at its own rate however busy the CPUs are.
@@ -78,7 +83,7 @@ class Engine {
       ready_fraction_.push_back(g.ready_fraction);
     }
     if (ks_.config.autotune) autotuner_.emplace(Autotuner::default_candidates(p_), kAutotuneBytesPerTrial);
-    const double step = w_.step_compute_s() * device_sharing(hw_);
+    const double step = w_.step_compute_s() * device_sharing(hw_) * busy_node_slowdown(hw_);
     forward_s_ = step * w_.forward_share;
     optimizer_s_ = step * w_.optimizer_share;
     backward_s_ = step - forward_s_ - optimizer_s_;

@@ -85,6 +85,10 @@ SimResult simulate(const Workload& workload, const Hardware& cluster, const Kolo
 // the bytes on a wire between nodes are not slowed.
 double device_sharing(const Hardware& cluster);
 
+// How many times longer a rank computes because every device of its node computes
+// (Hardware::compute_slowdown_when_busy; 1 while a device is idle or the job has one rank).
+double busy_node_slowdown(const Hardware& cluster);
+
 // The time one allreduce of `bytes` takes on the whole cluster with these settings
 // (exported for tests and for the what-if report).
 double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettings& settings);

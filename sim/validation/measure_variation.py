@@ -200,6 +200,12 @@ def main(argv=None):
                      f"{r['cv']:.4f} | {r['p10']:.3f} | {r['p90']:.3f} | {r['p99']:.3f} | {r['max']:.3f} | "
                      f"{independent or ' | '} | "
                      f"{r['slowest_of_p']:.4f} | {resampled:.4f} | {normal:.4f} |")
+    idle = {p: [r["median_compute_ms"] for r in runs if r["ranks"] == p and not r["load"]] for p in (1, 2)}
+    if idle[1] and idle[2]:
+        lines += ["", f"A rank's compute when both cores compute: the median over runs of the median compute per "
+                  f"step is {statistics.median(idle[2]):.2f} ms at np 2 against {statistics.median(idle[1]):.2f} ms at "
+                  f"np 1, {statistics.median(idle[2]) / statistics.median(idle[1]):.3f} times (kolo-sim's "
+                  "compute_slowdown_when_busy, which sim/calibrate.py measures this way)."]
     lines += ["", "How the one-rank distribution becomes the slowest of p at large p (np 1, idle): the mean "
               "maximum of p draws, resampled from the measured values and from the normal of the same cv "
               "(kolo-sim's model). Resampling cannot go past the largest value measured, so at large p it "

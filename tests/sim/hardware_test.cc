@@ -117,4 +117,9 @@ TEST_CASE("a hardware file may give a link's achieved share, its own variation a
   doc["variation"]["jitter"] = 0.05;
   doc["comm_overlaps_compute"] = "no";
   CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("comm_overlaps_compute") && Contains("true or false"));
+  doc["comm_overlaps_compute"] = false;
+  doc["compute_slowdown_when_busy"] = 1.2;
+  CHECK(parse_hardware(doc, "test").compute_slowdown_when_busy == 1.2);
+  doc["compute_slowdown_when_busy"] = 0.9;
+  CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("compute_slowdown_when_busy") && Contains("at least 1"));
 }

@@ -273,3 +273,16 @@ TEST_CASE("a token bucket sends its burst at the link's speed and the rest at th
   hw.inter_node.burst_bytes = 0;
   CHECK(simulate(w, hw, KoloSettings{}).allreduce_s_per_step == Approx(20e-6 + 1e6 / 12.5e6).epsilon(1e-9));
 }
+
+TEST_CASE("a node whose every device computes is slower by its measured factor; one rank or an idle device is not",
+          "[sim]") {
+  Hardware hw = free_links(2, 1);
+  hw.compute_slowdown_when_busy = 1.25;
+  Workload w = one_gradient(1000);
+  w.images_per_epoch = 10 * 2 * 10;
+  CHECK(simulate(w, hw, KoloSettings{}).epoch_s / 10 == Approx(0.1 * 1.25).epsilon(1e-6));
+  hw.ranks_per_node = 1;  // one rank of two devices: nothing shared
+  hw.devices_per_node = 2;
+  w.images_per_epoch = 10 * 10;
+  CHECK(simulate(w, hw, KoloSettings{}).epoch_s / 10 == Approx(0.1).epsilon(1e-6));
+}
