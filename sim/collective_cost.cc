@@ -62,7 +62,7 @@ double cost(Collective collective, int p, double bytes, LinkCost link) {
 LinkCost link_cost(const Link& link) {
   if (!(link.achieved_fraction > 0 && link.achieved_fraction <= 1))
     throw std::invalid_argument("a link's achieved share of its line rate must be in (0, 1], got " +
-                                std::to_string(link.achieved_fraction) + " (resolve_links fills in the default)");
+                                std::to_string(link.achieved_fraction) + " (resolve() fills in the default)");
   return {link.alpha_s, link.beta_s_per_byte / link.achieved_fraction};
 }
 

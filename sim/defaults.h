@@ -5,7 +5,8 @@
 //     relative standard deviation, so a step waits for the slowest of p draws; with the range
 //     the value is known to, which kolo-sim's band spans;
 //   - the share of a link's line rate an allreduce achieves, by kind of link.
-// None is fitted to the published tables kolo-sim is judged by (sim/validation/).
+// The shares are measured or cited; the jitter was set on one published table, which its
+// source names, and every other table is held out (sim/validation/published.md).
 #pragma once
 
 #include <filesystem>

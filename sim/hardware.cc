@@ -29,7 +29,7 @@ Link read_link(const FieldReader& reader) {
     reader.fail("kind", "must be one of shared_memory, pcie, nvlink, ethernet, infiniband, roce; got \"" + kind + "\"");
   link.alpha_s = reader.number("latency_us", true) * 1e-6;
   link.beta_s_per_byte = 1.0 / (reader.number("bandwidth_GBps", false) * 1e9);
-  link.achieved_fraction = 0;  // the kind's default, unless the file says (resolve_links)
+  link.achieved_fraction = 0;  // the kind's default, unless the file says (resolve())
   if (reader.has("achieved_fraction")) {
     link.achieved_fraction = reader.number("achieved_fraction", false);
     if (link.achieved_fraction > 1) reader.fail("achieved_fraction", "must be at most 1 (a share of the line rate)");

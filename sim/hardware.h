@@ -30,7 +30,7 @@ struct Link {
   double beta_s_per_byte = 0;  // 1 / line rate (s/byte)
   // The share of the line rate a collective achieves, in (0, 1]; 1 for a link whose
   // bandwidth was measured. A hardware file may give it ("achieved_fraction"); if not,
-  // parse_hardware leaves 0 and resolve_links() puts in the kind's default.
+  // parse_hardware leaves 0 and resolve() (sim/defaults.h) puts in the kind's default.
   double achieved_fraction = 1.0;
   // A link shaped below its own speed (tc's tbf on this machine's namespace hosts): the
   // speed its endpoints reach unshaped, 1 / unshaped_beta_s_per_byte (0: not shaped), and

@@ -10,14 +10,19 @@ which is part of what communication costs a step.
 import json
 
 
-def load_events(path):
-    """The complete ("ph": "X") events. A timeline cut short (a killed run) lacks the
-    closing bracket; what was written is still read."""
+def load_all_events(path):
+    """Every event of a timeline. A timeline cut short (a killed run) lacks the closing
+    bracket; what was written is still read."""
     with open(path) as f:
         text = f.read().strip()
     if not text.endswith("]"):
         text = text.rstrip(",\n") + "]"
-    return [e for e in json.loads(text) if e.get("ph") == "X"]
+    return json.loads(text)
+
+
+def load_events(path):
+    """The complete ("ph": "X") events."""
+    return [e for e in load_all_events(path) if e.get("ph") == "X"]
 
 
 def merged_seconds(intervals):

@@ -44,6 +44,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "bench", "scaling"))
+from timeline_stats import load_all_events  # noqa: E402
 IMAGES, BATCH = 8192, 64
 
 
@@ -74,19 +76,11 @@ def quantile(values, q):
     return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (i - lo)
 
 
-def load_events(path):
-    with open(path) as f:
-        text = f.read().strip()
-    if not text.endswith("]"):
-        text = text.rstrip(",\n") + "]"
-    return json.loads(text)
-
-
 def steps_of(path):
     """[(last submission, end of the last collective)] per step, in µs, from one rank's
     timeline. A step's gradients: the lanes with an ALLREDUCE as many times as the most
     frequent one (once a step)."""
-    events = load_events(path)
+    events = load_all_events(path)
     lanes = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name" and e.get("ph") == "M"}
     by_lane = {}
     for e in events:
