@@ -68,7 +68,7 @@ TEST_CASE("the epoch line reads like Keras'", "[format]") {
   CHECK(epoch_line(r) == "epoch 3/8 - 600 steps - 11.2s - loss 0.3100 - acc 0.8900 - 10,700 img/s");
 }
 
-TEST_CASE("the metrics CSV has a header and one row per epoch; a resumed run keeps the rows before it",
+TEST_CASE("the metrics CSV has a header and one row per epoch, a resumed run keeps the rows before it",
           "[metrics]") {
   const fs::path file = scratch("csv") / "m.csv";
   {

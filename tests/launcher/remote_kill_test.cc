@@ -151,7 +151,7 @@ TEST_CASE("a host the agent cannot reach is named with what may still run there"
   }
 }
 
-TEST_CASE("the agent's report is read line by line; only its end says the host ran it all", "[remote-kill]") {
+TEST_CASE("the agent's report is read line by line, only its end says the host ran it all", "[remote-kill]") {
   const std::vector<RemoteProcess> asked = {{4242, 99, "rank 2"}, {4100, 7, "the parent of rank 2"}};
   RemoteKillOutcome outcome = read_remote_kill_report(
       "node1", asked, "Welcome to node1\nkolorun-remote-kill killed 4100 orted\nkolorun-remote-kill done\n", "", 0, 5);

@@ -168,7 +168,7 @@ TEST_CASE("a checkpoint from a newer format version is refused with both version
   CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_checkpoint(dir / kPath); }), Catch::Contains("corrupt"));
 }
 
-TEST_CASE("sections this version does not know are skipped; an empty file has defaults", "[checkpoint][format]") {
+TEST_CASE("sections this version does not know are skipped, an empty file has defaults", "[checkpoint][format]") {
   TempDir dir;
   write_bytes(dir / kPath, envelope(section("XTRA", "anything") + section("EPOC", le(9, 8))));
   CHECK(load_checkpoint(dir / kPath).epoch == 9);

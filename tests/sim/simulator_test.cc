@@ -67,7 +67,7 @@ TEST_CASE("one large gradient ready at the end of backward: step = compute + neg
   }
 }
 
-TEST_CASE("fp16 halves the bytes on the wire; hierarchical runs the three phases across nodes", "[sim]") {
+TEST_CASE("fp16 halves the bytes on the wire, hierarchical runs the three phases across nodes", "[sim]") {
   const Hardware hw = cluster(4, 8);
   KoloSettings fp16;
   fp16.fp16 = true;
@@ -165,7 +165,7 @@ TEST_CASE("a response cache smaller than the step's tensors: evicted slots go by
   }
 }
 
-TEST_CASE("a measured profile gives its gradients and time per image; its errors name the field", "[sim]") {
+TEST_CASE("a measured profile gives its gradients and time per image, its errors name the field", "[sim]") {
   const ModelProfile measured = parse_profile(nlohmann::json::parse(R"({"model":"m","source":"timeline",
       "compute_s_per_image":0.002,"gradients":[{"name":"fc","elements":10,"ready_fraction":0.3},
       {"name":"conv","elements":800,"ready_fraction":1}]})"), "m.json");
@@ -274,15 +274,19 @@ TEST_CASE("a token bucket sends its burst at the link's speed and the rest at th
   CHECK(simulate(w, hw, KoloSettings{}).allreduce_s_per_step == Approx(20e-6 + 1e6 / 12.5e6).epsilon(1e-9));
 }
 
-TEST_CASE("a node whose every device computes is slower by its measured factor; one rank or an idle device is not",
+TEST_CASE("a node whose every device computes is slower by its measured factor, one rank or an idle device is not",
           "[sim]") {
   Hardware hw = free_links(2, 1);
-  hw.compute_slowdown_when_busy = 1.25;
   Workload w = one_gradient(1000);
-  w.images_per_epoch = 10 * 2 * 10;
-  CHECK(simulate(w, hw, KoloSettings{}).epoch_s / 10 == Approx(0.1 * 1.25).epsilon(1e-6));
+  w.images_per_epoch = 10 * 2 * 50;
+  const double plain = simulate(w, hw, KoloSettings{}).epoch_s;
+  hw.compute_slowdown_when_busy = 1.25;
+  // The step is its compute and a cycle's sub-millisecond overheads: within 1 % of 1.25 x.
+  CHECK(simulate(w, hw, KoloSettings{}).epoch_s / plain == Approx(1.25).epsilon(0.01));
   hw.ranks_per_node = 1;  // one rank of two devices: nothing shared
   hw.devices_per_node = 2;
-  w.images_per_epoch = 10 * 10;
-  CHECK(simulate(w, hw, KoloSettings{}).epoch_s / 10 == Approx(0.1).epsilon(1e-6));
+  w.images_per_epoch = 10 * 50;
+  const double alone = simulate(w, hw, KoloSettings{}).epoch_s;
+  hw.compute_slowdown_when_busy = 1;
+  CHECK(alone == simulate(w, hw, KoloSettings{}).epoch_s);
 }

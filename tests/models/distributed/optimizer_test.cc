@@ -222,7 +222,7 @@ TEST_CASE("DistributedOptimizer: step() also averages parameters whose gradient 
   for (int64_t i = 0; i < 3; ++i) CHECK(extra.value[i] == Approx(1.0f - mean).epsilon(1e-6));
 }
 
-TEST_CASE("DistributedOptimizer: ranks with fewer batches join; the others finish with their zeros",
+TEST_CASE("DistributedOptimizer: ranks with fewer batches join, the others finish with their zeros",
           "[distributed][optimizer][join]") {
   // Rank r has 2 + r batches. While a rank has joined it adds zeros and the average still
   // divides by size() (as Horovod): the reference does exactly that with every rank's data.

@@ -230,7 +230,7 @@ TEST_CASE("GPU set-up: a rank whose device fails throws its own error, the other
   }
 }
 
-TEST_CASE("GPU set-up: every rank's device set up, the path is made; NCCL asked of parts without it is Unsupported",
+TEST_CASE("GPU set-up: every rank's device set up, the path is made, NCCL asked of parts without it is Unsupported",
           "[gpu-setup]") {
   kolo::ops::MpiContext context(MPI_COMM_WORLD);
   FailingParts with_nccl(std::nullopt, true);

@@ -91,7 +91,7 @@ TEST_CASE("rendezvous server: the job's workers share a store and learn their pl
   CHECK_FALSE(a.get("round1/0"));
 }
 
-TEST_CASE("rendezvous server: strangers, wrong secrets and malformed bytes are refused; the job goes on",
+TEST_CASE("rendezvous server: strangers, wrong secrets and malformed bytes are refused, the job goes on",
           "[rendezvous]") {
   TwoWorkers membership;
   const Secret secret = make_secret();

@@ -192,7 +192,7 @@ TEST_CASE("cycle markers are global instant CYCLE_START events at the cycles' ti
   CHECK(marks[1] - marks[0] == Approx(2000).margin(0.01));
 }
 
-TEST_CASE("a timeline opened without mark_cycles has no cycle markers; reopened, a new file", "[timeline]") {
+TEST_CASE("a timeline opened without mark_cycles has no cycle markers, reopened, a new file", "[timeline]") {
   const std::string first = temp_path("kolo_timeline_first"), second = temp_path("kolo_timeline_second");
   {
     kolo::Timeline tl;

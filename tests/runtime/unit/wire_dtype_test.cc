@@ -9,7 +9,7 @@
 
 using kolo::DType;
 
-TEST_CASE("compressed float tensors travel in 16 bits; others as they are", "[compression]") {
+TEST_CASE("compressed float tensors travel in 16 bits, others as they are", "[compression]") {
   using kolo::Compression;
   CHECK(kolo::wire_dtype(DType::Float32, Compression::FP16) == DType::Float16);
   CHECK(kolo::wire_dtype(DType::Float64, Compression::FP16) == DType::Float16);
