@@ -88,23 +88,22 @@ struct Job {
   Hardware hw;
   Workload workload;
   KoloSettings settings;
-  Defaults defaults;
 };
 
 Job job_of(const Options& o) {
   Job job;
-  job.defaults = load_defaults(o.defaults.empty() ? data_file("defaults", "") : std::filesystem::path(o.defaults));
+  const Defaults defaults =
+      load_defaults(o.defaults.empty() ? data_file("defaults", "") : std::filesystem::path(o.defaults));
   Hardware& hw = job.hw;
   hw = load_hardware(data_file(o.hardware, "hardware"));
-  resolve(hw, job.defaults);
-  const Link as_given = hw.inter_node;
-  if (o.inter_GBps > 0) {  // a line rate: its kind's achieved share applies
+  resolve(hw, defaults);
+  if (o.inter_GBps > 0) {  // a shaped line rate, its kind's share achieved; the file's rate is then the unshaped one
+    hw.inter_node.unshaped_beta_s_per_byte = link_cost(hw.inter_node).beta;
     hw.inter_node.beta_s_per_byte = 1.0 / (o.inter_GBps * 1e9);
-    hw.inter_node.achieved_fraction = job.defaults.achieved(hw.inter_node.kind);
+    hw.inter_node.achieved_fraction = defaults.achieved(hw.inter_node.kind);
   }
   if (o.achieved_fraction) hw.inter_node.achieved_fraction = *o.achieved_fraction;
   if (o.inter_latency_us >= 0) hw.inter_node.alpha_s = o.inter_latency_us * 1e-6;
-  if (o.inter_GBps > 0) hw.inter_node.unshaped_beta_s_per_byte = link_cost(as_given).beta;  // the file's: unshaped
   if (o.link_burst_bytes > 0) {
     if (o.inter_GBps <= 0) throw CLI::ValidationError("--link-burst-bytes", "is a shaper's bucket: give the shaped rate, --link-GBps");
     hw.inter_node.burst_bytes = o.link_burst_bytes;
