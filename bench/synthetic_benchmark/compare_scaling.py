@@ -30,6 +30,9 @@ Rows of the table:
   DDP                gloo waits in the kernel (blocking sockets) without a setting.
   no communication   two independent kolo np 1 jobs at once: the machine's ceiling (shared
                      caches and memory bandwidth), against kolo's np 1 of the same round.
+  sync only          kolo's np 2 with --sync-only: no gradient is averaged, the ranks allreduce
+                     one float per step instead. Each step still waits for the slower rank: the
+                     ceiling of any synchronous data-parallel training here.
   PyTorch alone      the same script with --no-kolo (plain PyTorch, one process, no kolo):
                      at np 1 the baseline of kolo.torch's overhead, printed under the table
                      (median over rounds of 1 - kolo.torch's np 1 / this np 1); its np 2 is
@@ -71,7 +74,7 @@ ITER_LINE = re.compile(r"^Iter #\d+: ([\d.]+) img/sec per rank$", re.M)
 CPU_LINE = re.compile(r"^CPU time per image on rank 0: ([\d.]+) ms$", re.M)
 YIELD = ["--mca", "mpi_yield_when_idle", "1"]
 ROWS = ["kolo", "kolo, MPI spins", "kolo.torch", "kolo.torch, MPI spins", "horovod.torch", "horovod.torch, MPI spins",
-        "DDP", "no communication", "PyTorch alone"]
+        "DDP", "no communication", "sync only", "PyTorch alone"]
 TORCH_ROWS = ["kolo.torch", "kolo.torch, MPI spins", "PyTorch alone"]  # need the build's Python package
 HOROVOD_ROWS = ["horovod.torch", "horovod.torch, MPI spins"]  # need --horovod
 
@@ -116,8 +119,9 @@ def parse_args(argv=None):
     unknown = [r for r in a.rows if r not in ROWS]
     if unknown:
         p.error(f"--rows {'; '.join(repr(r) for r in unknown)}: not a row; the rows: {'; '.join(repr(r) for r in ROWS)}")
-    if "no communication" in a.rows and "kolo" not in a.rows:
-        p.error("--rows: 'no communication' shares kolo's np 1 run, so it needs 'kolo'")
+    for shares in ("no communication", "sync only"):
+        if shares in a.rows and "kolo" not in a.rows:
+            p.error(f"--rows: '{shares}' shares kolo's np 1 run, so it needs 'kolo'")
     return a
 
 
@@ -132,8 +136,8 @@ def variants(a, args):
     exe = os.path.join(a.build, "bench", "synthetic_benchmark", "synthetic_benchmark")
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
 
-    def kolo(ranks, extra):
-        return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", *extra, *root, exe, *args]
+    def kolo(ranks, extra, flags=()):
+        return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", *extra, *root, exe, *args, *flags]
 
     def ddp(ranks):
         return ["/usr/bin/python3", os.path.join(HERE, "ddp_benchmark.py"), "--np", str(ranks), *args]
@@ -151,6 +155,7 @@ def variants(a, args):
              Variant("kolo.torch, MPI spins", python_job(1, [], script), python_job(2, [], script), env=python_path),
              Variant("DDP", ddp(1), ddp(2)),
              Variant("no communication", kolo(1, YIELD), kolo(1, YIELD), copies=2, np1_from="kolo"),
+             Variant("sync only", kolo(1, YIELD), kolo(2, YIELD, ["--sync-only"]), np1_from="kolo"),
              Variant("PyTorch alone", plain, plain, copies=2, env=python_path)]
     if a.horovod:
         horovod = ["/usr/bin/python3", horovod_script(), *args]
@@ -252,7 +257,7 @@ def run_net(model, a):
         rows.append(f"| {model} b{batch} {size}x{size} | {name} | {statistics.median(f['np1']):.1f} | "
                     f"{statistics.median(f['np2']):.1f} | **{statistics.median(efficiency[name]):.2f}** | "
                     f"{vs_ddp} | {statistics.median(f['cpu1']):.2f} → {statistics.median(f['cpu2']):.2f} |")
-    notes = []
+    notes = target_lines(model, results, efficiency)
     if "kolo.torch" in results and "PyTorch alone" in results:
         torch_np1, plain_np1 = results["kolo.torch"]["np1"], results["PyTorch alone"]["np1"]
         overheads = [1 - k / p for k, p in zip(torch_np1, plain_np1)]
@@ -262,10 +267,51 @@ def run_net(model, a):
     return rows, notes
 
 
+# The targets docs/perf.md holds kolo to: (what, numerator row, denominator row, figure, least).
+# Each ratio is taken within a round (runs minutes apart see similar load), then the median.
+TARGETS = [
+    ("plain mpirun's efficiency / DDP's", "kolo, MPI spins", "DDP", "efficiency", 1.0),
+    ("ResNet-18 efficiency / the machine's ceiling", "kolo, MPI spins", "no communication", "efficiency", 0.97),
+    ("ResNet-18 efficiency (yield) / the machine's ceiling", "kolo", "no communication", "efficiency", 0.97),
+    ("kolo.torch / horovod.torch, np 1 img/s", "kolo.torch", "horovod.torch", "np1", 1.0),
+    ("kolo.torch / horovod.torch, np 2 img/s", "kolo.torch", "horovod.torch", "np2", 1.0),
+    ("kolo.torch / horovod.torch, plain mpirun, np 1 img/s", "kolo.torch, MPI spins", "horovod.torch, MPI spins",
+     "np1", 1.0),
+    ("kolo.torch / horovod.torch, plain mpirun, np 2 img/s", "kolo.torch, MPI spins", "horovod.torch, MPI spins",
+     "np2", 1.0),
+    # Not a target: how much of the ceiling a step that only synchronizes keeps, and how much
+    # of that kolo keeps; the first bounds any synchronous data-parallel training here.
+    ("synchronizing alone (sync only) / the machine's ceiling", "sync only", "no communication", "efficiency", None),
+    ("kolo (yield) / sync only", "kolo", "sync only", "efficiency", None),
+]
+
+
+def target_lines(model, results, efficiency):
+    """One line per target whose rows were measured: the median per-round ratio, its rounds
+    and PASS/FAIL (the ceiling targets are ResNet-18's only)."""
+    lines = []
+    for what, top, bottom, figure, least in TARGETS:
+        if top not in results or bottom not in results or ("ResNet-18" in what and model != "resnet18"):
+            continue
+        series = {name: efficiency[name] if figure == "efficiency" else results[name][figure] for name in (top, bottom)}
+        ratios = [t / b for t, b in zip(series[top], series[bottom])]
+        verdict = "" if least is None else f"  target >= {least:.2f}: {'PASS' if statistics.median(ratios) >= least else 'FAIL'}"
+        lines.append(f"{model}: {what} = {statistics.median(ratios):.3f} (rounds " +
+                     ", ".join(f"{x:.2f}" for x in ratios) + f"){verdict}")
+    return lines
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+    return f"{name} ({os.cpu_count()} logical CPUs)"
+
+
 def main():
     a = parse_args()
     if a.boost:
         boost()
+    print(f"CPU: {cpu_model()}", flush=True)
     print(f"load average (1/5/15 min) before: {load_average()}", flush=True)
     rows, notes = [], []
     for model in CONFIGS:

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include <sys/resource.h>
@@ -37,6 +38,7 @@ struct BenchmarkFlags {
   int64_t classes = 1000;
   int64_t warmup_batches = 10, batches_per_iter = 10, iters = 10;
   bool fp16_allreduce = false;
+  bool sync_only = false;
   int threads = 0;
   uint64_t seed = 1;
 };
@@ -54,6 +56,9 @@ void add_flags(CLI::App& app, BenchmarkFlags& f) {
       ->check(kPositive)->capture_default_str();
   app.add_option("--num-iters", f.iters, "number of benchmark iterations")->check(kPositive)->capture_default_str();
   app.add_flag("--fp16-allreduce", f.fp16_allreduce, "use fp16 compression during allreduce");
+  app.add_flag("--sync-only", f.sync_only,
+               "diagnostic: no gradient is averaged; the ranks allreduce one float per step instead, so they "
+               "stay in step and no gradient byte moves (what synchronizing alone costs)");
   app.add_option("--threads", f.threads, "compute threads per rank (default: cores / ranks on this machine)")
       ->check(kPositive);
   app.add_option("--seed", f.seed, "initial weights and the random batch")->capture_default_str();
@@ -113,26 +118,38 @@ int benchmark(int argc, char** argv) {
   models::initialize(*net, f.seed);
   const RandomBatch batch = random_batch(f, mnist ? 1 : 3);
   models::SGD sgd(net->parameters(), {.lr = models::scaled_lr(0.01)});
-  models::DistributedOptimizer optimizer(
-      sgd, *net, {.compression = f.fp16_allreduce ? models::Compression::FP16 : models::Compression::None});
+  // --sync-only leaves the DistributedOptimizer out: it would start averaging during backward.
+  std::optional<models::DistributedOptimizer> optimizer;
+  if (!f.sync_only) {
+    optimizer.emplace(sgd, *net,
+                      models::DistributedOptions{.compression = f.fp16_allreduce ? models::Compression::FP16
+                                                                                 : models::Compression::None});
+  }
   models::broadcast_parameters(*net, 0);
   models::broadcast_optimizer_state(sgd, 0);
 
+  models::Tensor step_flag({1});
   auto step = [&] {
-    optimizer.zero_grad();
+    optimizer ? optimizer->zero_grad() : sgd.zero_grad();
     const models::Tensor logits = net->forward(batch.images);
     net->backward(models::softmax_cross_entropy(logits, batch.labels).grad);
-    optimizer.step();
+    if (optimizer) {
+      optimizer->step();
+    } else {  // each rank waits for the slower one, as the averaging makes it, with 4 bytes to move
+      kolo::allreduce("synthetic_benchmark.step", step_flag.view());
+      sgd.step();
+    }
   };
   auto log = [](const std::string& line) { models::print_on_root(line); };
   char line[160];
 
   log("Model: " + f.model);
   log("Batch size: " + std::to_string(f.batch_size));
-  std::snprintf(line, sizeof line, "Number of ranks: %d (%s each), images %lldx%lldx%lld, %lld classes%s",
+  std::snprintf(line, sizeof line, "Number of ranks: %d (%s each), images %lldx%lldx%lld, %lld classes%s%s",
                 kolo::size(), count_of(models::num_threads(), "thread").c_str(), static_cast<long long>(mnist ? 1 : 3),
                 static_cast<long long>(f.image_size), static_cast<long long>(f.image_size),
-                static_cast<long long>(f.classes), f.fp16_allreduce ? ", fp16 allreduce" : "");
+                static_cast<long long>(f.classes), f.fp16_allreduce ? ", fp16 allreduce" : "",
+                f.sync_only ? ", sync only (no gradient averaged)" : "");
   log(line);
   log("Running warmup...");
   for (int64_t i = 0; i < f.warmup_batches; ++i) step();

@@ -11,6 +11,8 @@ Cases:
                once, with the mean, spread and total consistent with the iterations, and
                rank 0's CPU time per image.
   resnet-fp16  ResNet-18 at 16x16 with --fp16-allreduce runs and reports img/s > 0.
+  sync-only    the MNIST net with --sync-only (compare_scaling.py's "sync only" row): says
+               so in the header and reports its figures.
   bad-flags    unknown model, the MNIST net at another size: one clear message.
 """
 import os
@@ -59,13 +61,20 @@ def bench_resnet_fp16(runner, work):
     benchmark_figures(out, 2, 2)
 
 
+def bench_sync_only(runner, work):
+    out = run_ok(runner, "--model", "mnist_convnet", "--batch-size", "8", "--num-warmup-batches", "1",
+                 "--num-batches-per-iter", "2", "--num-iters", "2", "--threads", "1", "--sync-only")
+    check("10 classes, sync only (no gradient averaged)" in out, "header: sync only", out)
+    benchmark_figures(out, 2, 2)
+
+
 def bench_bad_flags(runner, work):
     fails_once(runner, "synthetic_benchmark", ["--model", "vgg16"], "vgg16")
     fails_once(runner, "synthetic_benchmark", ["--model", "mnist_convnet", "--image-size", "32"],
                "--image-size 32: mnist_convnet takes 28x28 images only")
 
 
-CASES = {"format": bench_format, "resnet-fp16": bench_resnet_fp16, "bad-flags": bench_bad_flags}
+CASES = {"format": bench_format, "resnet-fp16": bench_resnet_fp16, "sync-only": bench_sync_only, "bad-flags": bench_bad_flags}
 
 
 if __name__ == "__main__":
