@@ -127,6 +127,7 @@ def main():
         "inter_node": {"kind": "ethernet", "latency_us": 12.5, "bandwidth_GBps": 2.8, "achieved_fraction": 1.0},
         "loader_cores_per_node": cores,
         "comm_overlaps_compute": slowdown < 2,
+        "collectives": "mpi",
         "compute_slowdown_when_busy": round(busy, 3),
         "variation": {"jitter": round(jitter, 4), "jitter_low": round(jitter_low, 4), "jitter_high": round(jitter_high, 4)},
         "device_tflops": 0.05,
@@ -139,6 +140,8 @@ def main():
             "intra_node.bandwidth_GBps": "the same fit",
             "intra_node.achieved_fraction": "1: the fit is of the bandwidth kolo's allreduce achieves",
             "inter_node.achieved_fraction": "1: measured figures (below), not a line rate",
+            "collectives": "kolo's CPU path: ops/mpi_backend.cc over Open MPI 4.1 (its own ring from 64 KiB a rank, "
+                           "MPI_Allreduce below)",
             "comm_overlaps_compute": f"sim/calibrate.py {today}: kolo-sim-probe --under-compute at np 2: a 1 MiB allreduce "
                                      f"takes {slowdown:.0f} times longer while the ranks compute on every core",
             "compute_slowdown_when_busy": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 "
@@ -147,9 +150,9 @@ def main():
             "variation": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 --repeats 3, the "
                          "model's jitter from each run's variation not shared between the ranks: "
                          + ", ".join(f"{j:.4f}" for j in jitters),
-            "inter_node.latency_us": "../shared/reference/baselines.md, MPI_Allreduce np=2 btl tcp 4 KiB median 25.9 us "
+            "inter_node.latency_us": "the raw MPI baseline: MPI_Allreduce np=2 btl tcp 4 KiB median 25.9 us "
                                      "= 2 alpha; namespace hosts talk TCP over veth (not calibrated)",
-            "inter_node.bandwidth_GBps": "../shared/reference/baselines.md, MPI_Allreduce np=2 btl tcp 1 MiB median "
+            "inter_node.bandwidth_GBps": "the raw MPI baseline: MPI_Allreduce np=2 btl tcp 1 MiB median "
                                          "374.9 us (not calibrated)",
             "loader_cores_per_node": "os.cpu_count()",
             "device_tflops": "unused here: kolo-sim is given the measured time per image (--one-device-images-per-s)",

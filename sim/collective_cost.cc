@@ -4,8 +4,12 @@
 #include "sim/collective_cost.h"
 
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kolo::sim {
 namespace {
@@ -90,11 +94,142 @@ HierarchicalCost hierarchical_allreduce(int ranks_per_node, int nodes, double by
   };
 }
 
-double flat_allreduce(FlatAlgorithm algorithm, int ranks, double bytes, const Hardware& hw) {
+Traffic& Traffic::operator+=(const Traffic& other) {
+  in_node_s += other.in_node_s;
+  cross_steps += other.cross_steps;
+  cross_bytes += other.cross_bytes;
+  return *this;
+}
+
+Traffic operator*(double times, Traffic traffic) {
+  return {times * traffic.in_node_s, times * traffic.cross_steps, times * traffic.cross_bytes};
+}
+
+namespace {
+
+// A collective of this shape over the first `ranks` ranks: on the intra-node link when they
+// share a node, otherwise every step waits for the inter-node link.
+Traffic flat_shape_traffic(CostShape shape, int ranks, double bytes, const Hardware& hw) {
+  if (ranks <= hw.ranks_per_node)
+    return {shape.steps * link_cost(hw.intra_node).alpha + shape.byte_factor * bytes * link_cost(hw.intra_node).beta, 0, 0};
+  return {0, shape.steps, shape.byte_factor * bytes};
+}
+
+}  // namespace
+
+Traffic flat_traffic(FlatAlgorithm algorithm, int ranks, double bytes, const Hardware& hw) {
   check_ranks(ranks, "flat_allreduce");
-  const LinkCost link = link_cost(ranks <= hw.ranks_per_node ? hw.intra_node : hw.inter_node);
-  return cost(algorithm == FlatAlgorithm::ring ? Collective::ring_allreduce : Collective::recursive_doubling_allreduce,
-              ranks, bytes, link);
+  const Collective collective =
+      algorithm == FlatAlgorithm::ring ? Collective::ring_allreduce : Collective::recursive_doubling_allreduce;
+  return flat_shape_traffic(cost_shape(collective, ranks), ranks, bytes, hw);
+}
+
+double flat_allreduce(FlatAlgorithm algorithm, int ranks, double bytes, const Hardware& hw) {
+  return flat_traffic(algorithm, ranks, bytes, hw).seconds(link_cost(hw.inter_node));
+}
+
+Traffic rabenseifner_traffic(int ranks, double bytes, const Hardware& hw) {
+  check_ranks(ranks, "rabenseifner_traffic");
+  const int per_node = hw.ranks_per_node;
+  const LinkCost intra = link_cost(hw.intra_node);
+  Traffic traffic;
+  // One message each way between partners `distance` apart; `senders`: how many of a
+  // node's ranks cross its link at once when the pair spans two nodes.
+  auto exchange = [&](double message_bytes, int distance, int senders) {
+    const bool inside = ranks <= per_node || per_node % (2 * distance) == 0;
+    if (inside) {
+      traffic.in_node_s += intra.alpha + message_bytes * intra.beta;
+    } else {
+      traffic.cross_steps += 1;
+      traffic.cross_bytes += message_bytes * senders;
+    }
+  };
+  const int pof2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
+  if (pof2 != ranks) {  // ranks 2i + 1 < 2·(ranks − pof2) fold into 2i, and get the result back
+    exchange(bytes, 1, (per_node + 1) / 2);
+    exchange(bytes, 1, (per_node + 1) / 2);
+  }
+  for (int distance = 1; distance < pof2; distance *= 2) {
+    // The halving step at this distance moves half of what the rank still holds, and the
+    // allgather's step at the same distance moves it back: twice the same message.
+    const double message = bytes / (2.0 * distance);
+    exchange(message, distance, std::min(per_node, distance));
+    exchange(message, distance, std::min(per_node, distance));
+  }
+  return traffic;
+}
+
+OpenMpiAllreduce open_mpi_allreduce_choice(int ranks, double bytes) {
+  check_ranks(ranks, "open_mpi_allreduce_choice");
+  using enum OpenMpiAllreduce;
+  // Rows of Open MPI 4.1's table: for rank counts below `ranks_below`, the algorithm of the
+  // first size bound the buffer is below, else `larger`.
+  struct Row {
+    int ranks_below;
+    std::vector<std::pair<double, OpenMpiAllreduce>> below;
+    OpenMpiAllreduce larger;
+  };
+  static const std::vector<Row> kTable = {
+      {4, {{8, ring}, {4096, recursive_doubling}, {8192, ring}, {16384, recursive_doubling}, {65536, ring},
+           {262144, segmented_ring}}, rabenseifner},
+      {8, {{16, ring}, {8192, recursive_doubling}}, rabenseifner},
+      {16, {{8192, recursive_doubling}}, rabenseifner},
+      {32, {{64, segmented_ring}, {4096, recursive_doubling}}, rabenseifner},
+      {64, {{128, segmented_ring}}, rabenseifner},
+      {128, {{262144, recursive_doubling}}, rabenseifner},
+      {256, {{131072, reduce_then_broadcast}, {262144, recursive_doubling}}, rabenseifner},
+      {512, {{4096, reduce_then_broadcast}}, rabenseifner},
+      {2048, {{2048, reduce_then_broadcast}, {16384, recursive_doubling}}, rabenseifner},
+      {4096, {{2048, reduce_then_broadcast}, {4096, segmented_ring}, {16384, recursive_doubling}}, rabenseifner},
+      {std::numeric_limits<int>::max(),
+       {{2048, reduce_then_broadcast}, {16384, segmented_ring}, {32768, recursive_doubling}}, rabenseifner},
+  };
+  for (const Row& row : kTable) {
+    if (ranks >= row.ranks_below) continue;
+    for (const auto& [bound, algorithm] : row.below)
+      if (bytes < bound) return algorithm;
+    return row.larger;
+  }
+  return rabenseifner;  // not reached: the last row takes every rank count
+}
+
+namespace {
+
+Traffic mpi_allreduce_traffic(int ranks, double bytes, const Hardware& hw) {
+  switch (open_mpi_allreduce_choice(ranks, bytes)) {
+    case OpenMpiAllreduce::ring:
+    case OpenMpiAllreduce::segmented_ring: return flat_traffic(FlatAlgorithm::ring, ranks, bytes, hw);
+    case OpenMpiAllreduce::recursive_doubling: return flat_traffic(FlatAlgorithm::recursive_doubling, ranks, bytes, hw);
+    case OpenMpiAllreduce::rabenseifner: return rabenseifner_traffic(ranks, bytes, hw);
+    case OpenMpiAllreduce::reduce_then_broadcast: {  // a binomial reduce, then a binomial broadcast
+      const CostShape tree = cost_shape(Collective::binomial_broadcast, ranks);
+      return flat_shape_traffic({2 * tree.steps, 2 * tree.byte_factor}, ranks, bytes, hw);
+    }
+  }
+  throw std::invalid_argument("mpi_allreduce_traffic: unknown algorithm");
+}
+
+}  // namespace
+
+Traffic mpi_backend_traffic(int ranks, double bytes, double piece_bytes, const Hardware& hw) {
+  check_ranks(ranks, "mpi_backend_traffic");
+  if (ranks == 1 || bytes <= 0) return {};
+  if (!(piece_bytes > 0)) throw std::invalid_argument("mpi_backend_traffic: the piece must be positive");
+  auto piece = [&](double piece_size) {
+    return piece_size >= kMpiRingMinBytesPerRank * ranks ? flat_traffic(FlatAlgorithm::ring, ranks, piece_size, hw)
+                                                         : mpi_allreduce_traffic(ranks, piece_size, hw);
+  };
+  const double whole_pieces = std::floor(bytes / piece_bytes);
+  const double rest = bytes - whole_pieces * piece_bytes;
+  Traffic traffic = whole_pieces > 0 ? whole_pieces * piece(piece_bytes) : Traffic{};
+  if (rest > 0) traffic += piece(rest);
+  return traffic;
+}
+
+std::vector<Traffic> allreduce_candidates(int ranks, double bytes, double piece_bytes, const Hardware& hw) {
+  if (hw.collectives == Collectives::mpi) return {mpi_backend_traffic(ranks, bytes, piece_bytes, hw)};
+  return {flat_traffic(FlatAlgorithm::ring, ranks, bytes, hw),
+          flat_traffic(FlatAlgorithm::recursive_doubling, ranks, bytes, hw)};
 }
 
 }  // namespace kolo::sim

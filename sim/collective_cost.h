@@ -1,11 +1,12 @@
 // sim/collective_cost.h: α–β costs (seconds) of the collectives kolo's backends run: ring and
-// recursive-doubling allreduce (what MPI_Allreduce picks between by size), ring allgather and
-// reduce-scatter, binomial-tree broadcast, and the hierarchical allreduce of
-// ops/hierarchical_backend.cc. Pure functions of (ranks, bytes, link cost): the equations
-// are in docs/simulator.md.
+// recursive-doubling allreduce (what a library picks between by size), Open MPI's choice
+// for MPI_Allreduce and kolo's MPI backend around it, ring allgather and reduce-scatter,
+// binomial-tree broadcast, and the hierarchical allreduce of ops/hierarchical_backend.cc.
+// Pure functions of (ranks, bytes, link cost): the equations are in docs/simulator.md.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "sim/hardware.h"
 
@@ -56,11 +57,49 @@ struct HierarchicalCost {
 // nodes, all at once over the node's one inter-node link: they share its bandwidth.
 HierarchicalCost hierarchical_allreduce(int ranks_per_node, int nodes, double bytes, LinkCost intra, LinkCost inter);
 
+// Where an allreduce's time goes: steps inside a node (a time on the node's link) and steps
+// across nodes (how many, and the bytes one node's link carries each way), kept apart so
+// that a shaped inter-node link can spend its token bucket on the latter.
+struct Traffic {
+  double in_node_s = 0;
+  double cross_steps = 0;
+  double cross_bytes = 0;
+  double seconds(LinkCost inter) const { return in_node_s + cross_steps * inter.alpha + cross_bytes * inter.beta; }
+  Traffic& operator+=(const Traffic& other);
+};
+
+Traffic operator*(double times, Traffic traffic);
+
 enum class FlatAlgorithm { ring, recursive_doubling };
 
 // A flat (not hierarchical) allreduce over the first `ranks` ranks of a cluster filled node
 // by node: it runs on the intra-node link when they all share a node, otherwise every step
 // waits for the inter-node link, the slowest on the ring.
+Traffic flat_traffic(FlatAlgorithm algorithm, int ranks, double bytes, const Hardware& hw);
 double flat_allreduce(FlatAlgorithm algorithm, int ranks, double bytes, const Hardware& hw);
+
+// Rabenseifner's allreduce as Open MPI 4.1 runs it (coll/base's redscat_allgather): a
+// reduce-scatter by recursive halving, partners at distance 1, 2, 4, ..., then an
+// allgather by doubling in the reverse order; a rank count that is not a power of two
+// first folds the extra ranks into partners (a whole-buffer exchange each way). With the
+// ranks filled node by node, a step stays inside a node when every pair does (the ranks a
+// node holds are a multiple of twice the distance); a step across nodes has all of a
+// node's ranks send over its one link at once.
+Traffic rabenseifner_traffic(int ranks, double bytes, const Hardware& hw);
+
+// Open MPI 4.1.x's fixed choice for MPI_Allreduce of a commutative operation on `bytes`
+// (coll/tuned's ompi_coll_tuned_allreduce_intra_dec_fixed, by rank count and size).
+enum class OpenMpiAllreduce { reduce_then_broadcast, recursive_doubling, ring, segmented_ring, rabenseifner };
+OpenMpiAllreduce open_mpi_allreduce_choice(int ranks, double bytes);
+
+// kolo's MPI backend (ops/mpi_backend.cc): the buffer in pieces of piece_bytes, each
+// through kolo's own ring when it holds at least kMpiRingMinBytesPerRank a rank, otherwise
+// through MPI_Allreduce (Open MPI's choice above).
+inline constexpr double kMpiRingMinBytesPerRank = 64 * 1024;
+Traffic mpi_backend_traffic(int ranks, double bytes, double piece_bytes, const Hardware& hw);
+
+// The algorithms the cluster's library may run for a flat allreduce: nccl's two, of which
+// the caller takes the cheaper, or the mpi backend's one.
+std::vector<Traffic> allreduce_candidates(int ranks, double bytes, double piece_bytes, const Hardware& hw);
 
 }  // namespace kolo::sim

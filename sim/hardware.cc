@@ -45,6 +45,8 @@ std::string to_string(LinkKind kind) {
   return "unknown";
 }
 
+std::string to_string(Collectives collectives) { return collectives == Collectives::mpi ? "mpi" : "nccl"; }
+
 VariationRange read_variation(const FieldReader& variation) {
   const VariationRange v{variation.number("jitter", true), variation.number("jitter_low", true),
                          variation.number("jitter_high", true)};
@@ -69,6 +71,12 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
     if (hw.compute_slowdown_when_busy < 1) top.fail("compute_slowdown_when_busy", "must be at least 1");
   }
   if (top.has("comm_overlaps_compute")) hw.comm_overlaps_compute = top.boolean("comm_overlaps_compute");
+  if (top.has("collectives")) {
+    const std::string name = top.text("collectives");
+    if (name != to_string(Collectives::nccl) && name != to_string(Collectives::mpi))
+      top.fail("collectives", "must be \"nccl\" or \"mpi\", got \"" + name + "\"");
+    hw.collectives = name == to_string(Collectives::mpi) ? Collectives::mpi : Collectives::nccl;
+  }
   hw.device_flops = top.number("device_tflops", false) * 1e12;
   hw.sources = top.strings("sources");
   return hw;

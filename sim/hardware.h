@@ -40,6 +40,14 @@ struct Link {
   double burst_bytes = 0;
 };
 
+// The collective library the cluster's gradients go through, which decides the
+// allreduce's algorithm. nccl (GPU clusters; the default): the cheaper of a ring and
+// recursive doubling at each size. mpi (CPU clusters): kolo's MPI backend, its own ring
+// for a piece of at least 64 KiB a rank and Open MPI 4.1's MPI_Allreduce below that.
+enum class Collectives { nccl, mpi };
+
+std::string to_string(Collectives collectives);
+
 // Variation between ranks: the relative standard deviation of a rank's step compute, and
 // the range that value is known to (low <= jitter <= high < 1). jitter < 0: not given.
 struct VariationRange {
@@ -70,6 +78,7 @@ struct Hardware {
   // machine's 2 vCPUs). Measured where the devices are CPU cores (sim/calibrate.py: np 2
   // against np 1 from every rank's timeline); 1 elsewhere.
   double compute_slowdown_when_busy = 1;
+  Collectives collectives = Collectives::nccl;  // the file's "collectives": "nccl" or "mpi"
   // The cluster's own variation between ranks (its file's "variation"), measured on it;
   // not given: sim/defaults.json's.
   VariationRange variation;

@@ -54,6 +54,12 @@ constexpr double kLongest = 500e-6;
 constexpr double kRequestBytes = 96;
 constexpr double kResponseBytes = 96;
 
+// The piece the backend moves a buffer in (KOLO_ALLREDUCE_CHUNK_BYTES, or its default).
+int64_t backend_piece_bytes(const KoloSettings& settings, int ranks) {
+  return fusion_options(settings.config.fusion_threshold_bytes, settings.config.allreduce_chunk_bytes, ranks)
+      .unfused_min_bytes;
+}
+
 // The link the negotiation's small messages take.
 LinkCost cluster_link(const Hardware& cluster) {
   const Hardware seen = as_seen_by_sharing_ranks(cluster);
@@ -319,18 +325,19 @@ class Engine {
   // the bucket refills at that rate while the link is idle.
   double collective_seconds(double bytes, double t) {
     const Link& inter = hw_.inter_node;
+    const double piece = double(fusion_.unfused_min_bytes);  // the backend's piece, as tuned
     if (inter.burst_bytes <= 0 || hw_.nodes == 1 || ks_.config.hierarchical_allreduce)
-      return allreduce_seconds(bytes, hw_, ks_);
+      return allreduce_seconds(bytes, hw_, ks_, piece);
     if (ks_.fp16) bytes /= 2;
-    const LinkCost shaped = link_cost(as_seen_by_sharing_ranks(hw_).inter_node);
+    const Hardware seen = as_seen_by_sharing_ranks(hw_);
+    const LinkCost shaped = link_cost(seen.inter_node);
     tokens_ = std::min(inter.burst_bytes, tokens_ + std::max(0.0, t - link_idle_since_) / shaped.beta);
     double best = std::numeric_limits<double>::infinity(), spent = 0;
-    for (Collective c : {Collective::ring_allreduce, Collective::recursive_doubling_allreduce}) {
-      const CostShape shape = cost_shape(c, p_);
-      const double wire = shape.byte_factor * bytes;  // what each rank sends
-      const double burst = std::min(wire, tokens_);
-      const double seconds =
-          shape.steps * shaped.alpha + burst * inter.unshaped_beta_s_per_byte + (wire - burst) * shaped.beta;
+    for (const Traffic& candidate : allreduce_candidates(p_, bytes, piece, seen)) {
+      // What a node's link carries: the bucket's part at the unshaped speed.
+      const double burst = std::min(candidate.cross_bytes, tokens_);
+      const double seconds = candidate.in_node_s + candidate.cross_steps * shaped.alpha +
+                             burst * inter.unshaped_beta_s_per_byte + (candidate.cross_bytes - burst) * shaped.beta;
       if (seconds < best) best = seconds, spent = burst;
     }
     tokens_ -= spent;
@@ -422,7 +429,7 @@ class Engine {
 
 }  // namespace
 
-double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettings& settings) {
+double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettings& settings, double piece_bytes) {
   const int p = cluster.ranks();
   if (p == 1) return 0.0;
   if (settings.fp16) bytes /= 2;
@@ -431,9 +438,12 @@ double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettin
     return hierarchical_allreduce(seen.ranks_per_node, seen.nodes, bytes, link_cost(seen.intra_node),
                                   link_cost(seen.inter_node))
         .total();
-  // The collective library picks its algorithm by size: the cheaper of the two.
-  return std::min(flat_allreduce(FlatAlgorithm::ring, p, bytes, seen),
-                  flat_allreduce(FlatAlgorithm::recursive_doubling, p, bytes, seen));
+  if (piece_bytes <= 0) piece_bytes = double(backend_piece_bytes(settings, p));
+  // NCCL picks by size (the cheaper candidate); kolo's MPI backend has one.
+  double best = std::numeric_limits<double>::infinity();
+  for (const Traffic& candidate : allreduce_candidates(p, bytes, piece_bytes, seen))
+    best = std::min(best, candidate.seconds(link_cost(seen.inter_node)));
+  return best;
 }
 
 SimResult simulate(const Workload& workload, const Hardware& cluster, const KoloSettings& settings,

@@ -1,6 +1,8 @@
 // The collectives' costs equal their closed forms, computed here independently.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "sim/collective_cost.h"
 
 using namespace kolo::sim;
@@ -77,6 +79,104 @@ TEST_CASE("a flat allreduce runs on the intra-node link inside one node and on t
   CHECK(flat_allreduce(FlatAlgorithm::ring, 5, 1e8, hw) == Approx(ring_allreduce(5, 1e8, link_cost(hw.inter_node))));
   CHECK(flat_allreduce(FlatAlgorithm::recursive_doubling, 16, 1e3, hw) ==
         Approx(recursive_doubling_allreduce(16, 1e3, link_cost(hw.inter_node))));
+}
+
+namespace {
+Hardware two_level(int ranks_per_node, int nodes) {
+  Hardware hw;
+  hw.ranks_per_node = ranks_per_node;
+  hw.nodes = nodes;
+  hw.intra_node = {LinkKind::shared_memory, 10e-6, 1.0 / 4e9};
+  hw.inter_node = {LinkKind::ethernet, 25e-6, 1.0 / 0.125e9};
+  return hw;
+}
+}  // namespace
+
+TEST_CASE("Rabenseifner inside one node moves a ring's bytes in 2 log2 p steps") {
+  const Hardware hw = two_level(8, 1);
+  const LinkCost intra = link_cost(hw.intra_node);
+  for (int p : {2, 4, 8}) {
+    const double n = 1e6;
+    const double expected = 2 * std::log2(p) * intra.alpha + 2.0 * (p - 1) / p * n * intra.beta;
+    const Traffic t = rabenseifner_traffic(p, n, hw);
+    CHECK(t.in_node_s == Approx(expected).epsilon(1e-12));
+    CHECK(t.cross_steps == 0);
+    CHECK(t.cross_bytes == 0);
+  }
+}
+
+TEST_CASE("Rabenseifner over 2 nodes of 2 ranks: the halving's first step stays in the node, the second crosses") {
+  // Ranks 0 1 | 2 3. Reduce-scatter: partners at distance 1 (same node) swap N/2, then at
+  // distance 2 (across) N/4; the allgather repeats both. Across, both ranks of a node send
+  // their N/4 over its one link: N/2 a step, N in all, against a ring's 2(p-1)/p N = 1.5 N.
+  const Hardware hw = two_level(2, 2);
+  const LinkCost intra = link_cost(hw.intra_node);
+  const double n = 249e3;
+  const Traffic t = rabenseifner_traffic(4, n, hw);
+  CHECK(t.in_node_s == Approx(2 * (intra.alpha + n / 2 * intra.beta)).epsilon(1e-12));
+  CHECK(t.cross_steps == 2);
+  CHECK(t.cross_bytes == Approx(n).epsilon(1e-12));
+  const Traffic ring = flat_traffic(FlatAlgorithm::ring, 4, n, hw);
+  CHECK(ring.cross_steps == 6);
+  CHECK(ring.cross_bytes == Approx(1.5 * n).epsilon(1e-12));
+}
+
+TEST_CASE("Rabenseifner on 6 ranks folds two extra ranks in and out with whole-buffer exchanges") {
+  const Hardware hw = two_level(8, 1);
+  const LinkCost intra = link_cost(hw.intra_node);
+  const double n = 1e6;
+  const double folded = 2 * (intra.alpha + n * intra.beta);
+  const double halving = 2 * (intra.alpha + n / 2 * intra.beta) + 2 * (intra.alpha + n / 4 * intra.beta);
+  CHECK(rabenseifner_traffic(6, n, hw).in_node_s == Approx(folded + halving).epsilon(1e-12));
+}
+
+TEST_CASE("Open MPI 4.1's fixed choice for a commutative MPI_Allreduce") {
+  using enum OpenMpiAllreduce;
+  // Spot checks against coll_tuned_decision_fixed.c (v4.1.4), at and beside its bounds.
+  CHECK(open_mpi_allreduce_choice(2, 4) == ring);
+  CHECK(open_mpi_allreduce_choice(2, 1024) == recursive_doubling);
+  CHECK(open_mpi_allreduce_choice(3, 100000) == segmented_ring);
+  CHECK(open_mpi_allreduce_choice(2, 262144) == rabenseifner);
+  CHECK(open_mpi_allreduce_choice(4, 8191) == recursive_doubling);
+  CHECK(open_mpi_allreduce_choice(4, 8192) == rabenseifner);
+  CHECK(open_mpi_allreduce_choice(4, 249e3) == rabenseifner);
+  CHECK(open_mpi_allreduce_choice(100, 200000) == recursive_doubling);
+  CHECK(open_mpi_allreduce_choice(200, 100000) == reduce_then_broadcast);
+  CHECK(open_mpi_allreduce_choice(1000, 10000) == recursive_doubling);
+  CHECK(open_mpi_allreduce_choice(5000, 20000) == recursive_doubling);
+  CHECK(open_mpi_allreduce_choice(5000, 40000) == rabenseifner);
+}
+
+TEST_CASE("kolo's MPI backend: its ring from 64 KiB a rank, MPI_Allreduce below, piece by piece") {
+  const Hardware hw = two_level(2, 2);
+  const double threshold = kMpiRingMinBytesPerRank * 4;  // 256 KiB at np 4
+  auto same = [](const Traffic& a, const Traffic& b) {
+    CHECK(a.in_node_s == Approx(b.in_node_s).epsilon(1e-12).margin(1e-18));
+    CHECK(a.cross_steps == Approx(b.cross_steps).epsilon(1e-12).margin(0));
+    CHECK(a.cross_bytes == Approx(b.cross_bytes).epsilon(1e-12).margin(0));
+  };
+  // The MNIST net's 249 KB at np 4 is 62 KB a rank: Open MPI's Rabenseifner.
+  same(mpi_backend_traffic(4, 249e3, 1 << 20, hw), rabenseifner_traffic(4, 249e3, hw));
+  same(mpi_backend_traffic(4, threshold, 1 << 20, hw), flat_traffic(FlatAlgorithm::ring, 4, threshold, hw));
+  // 2.5 pieces of 1 MiB: two rings of a piece and one of half a piece.
+  Traffic expected = 2.0 * flat_traffic(FlatAlgorithm::ring, 4, 1 << 20, hw);
+  expected += flat_traffic(FlatAlgorithm::ring, 4, (1 << 20) / 2, hw);
+  same(mpi_backend_traffic(4, 2.5 * (1 << 20), 1 << 20, hw), expected);
+  // A remainder below the threshold goes to MPI_Allreduce: 4000 bytes, recursive doubling.
+  expected = flat_traffic(FlatAlgorithm::ring, 4, 1 << 20, hw);
+  expected += flat_traffic(FlatAlgorithm::recursive_doubling, 4, 4000, hw);
+  same(mpi_backend_traffic(4, (1 << 20) + 4000, 1 << 20, hw), expected);
+  same(mpi_backend_traffic(1, 1e6, 1 << 20, hw), Traffic{});
+  CHECK_THROWS_AS(mpi_backend_traffic(4, 1e6, 0, hw), std::invalid_argument);
+}
+
+TEST_CASE("the candidates: nccl's ring and recursive doubling, mpi's one") {
+  Hardware hw = two_level(2, 2);
+  CHECK(allreduce_candidates(4, 249e3, 1 << 20, hw).size() == 2);
+  hw.collectives = Collectives::mpi;
+  const std::vector<Traffic> mpi = allreduce_candidates(4, 249e3, 1 << 20, hw);
+  REQUIRE(mpi.size() == 1);
+  CHECK(mpi[0].cross_bytes == Approx(249e3));
 }
 
 TEST_CASE("a collective on no ranks is refused") {

@@ -123,3 +123,15 @@ TEST_CASE("a hardware file may give a link's achieved share, its own variation a
   doc["compute_slowdown_when_busy"] = 0.9;
   CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("compute_slowdown_when_busy") && Contains("at least 1"));
 }
+
+TEST_CASE("a hardware file names its collective library: nccl unless it says mpi") {
+  nlohmann::json doc = valid();
+  CHECK(parse_hardware(doc, "test").collectives == Collectives::nccl);
+  doc["collectives"] = "mpi";
+  CHECK(parse_hardware(doc, "test").collectives == Collectives::mpi);
+  doc["collectives"] = "nccl";
+  CHECK(parse_hardware(doc, "test").collectives == Collectives::nccl);
+  doc["collectives"] = "gloo";
+  CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"),
+                    Contains("cluster.json") && Contains("collectives") && Contains("\"nccl\" or \"mpi\""));
+}

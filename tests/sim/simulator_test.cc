@@ -67,6 +67,22 @@ TEST_CASE("one large gradient ready at the end of backward: step = compute + neg
   }
 }
 
+TEST_CASE("a cluster on kolo's MPI backend: 249 KB at np 4 over 2 nodes is Open MPI's Rabenseifner, 1 MiB kolo's ring",
+          "[sim]") {
+  Hardware hw = cluster(2, 2);
+  hw.collectives = Collectives::mpi;
+  const LinkCost inter = link_cost(hw.inter_node);
+  CHECK(allreduce_seconds(249e3, hw, KoloSettings{}) == Approx(rabenseifner_traffic(4, 249e3, hw).seconds(inter)));
+  CHECK(allreduce_seconds(1 << 20, hw, KoloSettings{}) ==
+        Approx(flat_traffic(FlatAlgorithm::ring, 4, 1 << 20, hw).seconds(inter)));
+  // The piece is KOLO_ALLREDUCE_CHUNK_BYTES (by default 256 KiB a rank: the whole 1 MiB
+  // here); pieces of 128 KiB hold 32 KiB a rank, and go to MPI_Allreduce one by one.
+  KoloSettings small_pieces;
+  small_pieces.config.allreduce_chunk_bytes = 128 * 1024;
+  CHECK(allreduce_seconds(1 << 20, hw, small_pieces) ==
+        Approx(8 * rabenseifner_traffic(4, 128 * 1024, hw).seconds(inter)));
+}
+
 TEST_CASE("fp16 halves the bytes on the wire, hierarchical runs the three phases across nodes", "[sim]") {
   const Hardware hw = cluster(4, 8);
   KoloSettings fp16;
