@@ -5,10 +5,14 @@ recommendations on the namespace hosts.
 
     sim/validate_this_machine.py [--rounds 3] [--links none,1gbit] [--build build] [--out FILE.md]
 
-1. local np 1, 2, 4 (run_scaling.py --ranks 1,2,4), predicted from the calibrated
-   sim/hardware/this_machine.json and the np 1 time per image;
+1. local np 1, 2, 4 (run_scaling.py --ranks 1,2,4): np 2 and 4 predicted from the
+   calibrated sim/hardware/this_machine.json and, as the published tables give kolo-sim
+   their own 1-GPU time, the one-device time per image of the same round's np 1 run. This
+   machine's speed drifts by 10-30 % within minutes; the round's np 1 ran seconds before,
+   the calibration's own np 1 run minutes before. Each row's error is the median of its
+   rounds' errors;
 2. with --links (root): np 2 and 4 over two namespace hosts (run_scaling.py --placements
-   netns), unshaped and at each shaped rate. The link between the hosts is calibrated
+   netns), unshaped and at each shaped rate, each round's baseline its np 1 on one host. The link between the hosts is calibrated
    once, unshaped, with kolo-sim-probe at np 2 (one rank a host); a shaped rate is given
    to kolo-sim as --link-GBps (a line rate: kolo-sim's Ethernet share of it applies), with
    the shaper's token bucket (--link-burst-bytes, tools/cluster/shape.sh's), not fitted. The hosts share this machine's cores: each host
@@ -95,9 +99,11 @@ def band(times):
 
 
 def row(label, times, predicted, points):
-    points.append((label, times, predicted))
+    """times and predicted: one per round, in round order."""
+    points.append((label, times, statistics.median(predicted)))
     median, spread = band(times)
-    return f"| {label} | {median:.3f} | {spread} | {predicted:.3f} | {100 * (predicted - median) / median:+.1f} % |"
+    error = statistics.median(100 * (p - t) / t for p, t in zip(predicted, times))
+    return f"| {label} | {median:.3f} | {spread} | {statistics.median(predicted):.3f} | {error:+.1f} % |"
 
 
 def plot(points, path):
@@ -229,32 +235,45 @@ def main():
 
     calibration = run([sys.executable, os.path.join(HERE, "calibrate.py"), "--build", args.build,
                        "--images", str(args.images)], 900)
-    rate = float(re.search(r"--one-device-images-per-s ([\d.]+)", calibration).group(1))
-    common = ["--model", "mnist_convnet", "--batch", args.batch, "--images", args.images,
-              "--one-device-images-per-s", rate]
+    calibrated_rate = float(re.search(r"--one-device-images-per-s ([\d.]+)", calibration).group(1))
 
     points = []  # (label, measured epoch times, predicted) for the plot
+    # Whole steps only, as kolo-sim runs them: the epoch's images are the steps' images.
+    images = args.images // args.batch * args.batch
+
+    def per_round(np1_times, ranks, *flags):
+        """kolo-sim's epoch at `ranks` for each round, from that round's np 1 epoch."""
+        return [kolo_sim(args, *flags, "--ranks", ranks, "--model", "mnist_convnet", "--batch", args.batch,
+                         "--images", args.images, "--one-device-images-per-s", images / np1)[ranks][0]
+                for np1 in np1_times]
+
     measured = scaling_rounds(args, ["--ranks", "1,2,4"])
-    predicted = kolo_sim(args, "--hardware", "this_machine", "--ranks", "1,2,4", *common)
-    lines = [f"Calibration: {calibration.strip().splitlines()[1]}; np 1 compute {1e3 / rate:.4f} ms per image.", "",
-             f"| run | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s) | error |",
+    local_np1 = measured[("local", "-", 1)]
+    lines = [f"Calibration: {calibration.strip().splitlines()[1]}; np 1 compute {1e3 / calibrated_rate:.4f} ms per "
+             f"image in the calibration's run, {1e3 * statistics.median(local_np1) / images:.4f} ms in the local "
+             "rounds' np 1 runs. Each round's prediction takes that round's np 1 epoch as kolo-sim's one-device "
+             "input; the error is the median of the rounds' errors.", "",
+             f"| run | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s), median | "
+             "error, median of rounds |",
              "|---|---:|---:|---:|---:|"]
-    for ranks in (1, 2, 4):
-        lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)], predicted[ranks][0], points))
+    for ranks in (2, 4):
+        lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)],
+                         per_round(local_np1, ranks, "--hardware", "this_machine"), points))
 
     if links:
         with placements.NamespaceHosts(args.build, 2, 2) as cluster:
             hardware, fit = netns_hardware(args, cluster, os.path.join(HERE, "hardware", "this_machine.json"))
         lines[0] += (f" Between the namespace hosts (np 2, unshaped): latency {fit['latency_us']:.3g} us, "
                      f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s.")
-        netns = scaling_rounds(args, ["--ranks", "2,4", "--placements", "netns", "--hosts", "2", "--links", ",".join(links)])
+        netns = scaling_rounds(args, ["--ranks", "1,2,4", "--placements", "netns", "--hosts", "2",
+                                      "--links", ",".join(links)])
         for rate_name in links:
-            shaped = shaped_flags(rate_name)
+            np1 = netns[("netns", rate_name, 1)]  # one rank on one host: the same round's baseline
             for ranks in (2, 4):
-                sim = kolo_sim(args, "--hardware", hardware, "--ranks", ranks, "--gpus-per-node", ranks // 2,
-                               *common, *shaped)
-                lines.append(row(f"netns np {ranks}, {rate_name} links", netns[("netns", rate_name, ranks)],
-                                 sim[ranks][0], points))
+                sim = per_round(np1, ranks, "--hardware", hardware, "--gpus-per-node", ranks // 2,
+                                *shaped_flags(rate_name))
+                lines.append(row(f"netns np {ranks}, {rate_name} links", netns[("netns", rate_name, ranks)], sim,
+                                 points))
         slowest = min((r for r in links if r != "none"), key=gbytes_per_s, default=None)
         if slowest:
             with placements.NamespaceHosts(args.build, 2, 2) as cluster:
