@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -128,33 +129,66 @@ double flat_allreduce(FlatAlgorithm algorithm, int ranks, double bytes, const Ha
   return flat_traffic(algorithm, ranks, bytes, hw).seconds(link_cost(hw.inter_node));
 }
 
+namespace {
+
+// One message on Rabenseifner's critical path: its share of the buffer, whether every pair
+// of the step shares a node, and the most ranks of one node sending across at once.
+struct RabenseifnerStep {
+  double share = 0;
+  bool in_node = true;
+  int senders = 0;
+};
+
+// The steps for `ranks` ranks filled `per_node` to a node: they depend on the layout only,
+// not on the buffer, so each layout is worked out once (per thread: kolo-sim's runs may
+// be on several).
+const std::vector<RabenseifnerStep>& rabenseifner_steps(int ranks, int per_node) {
+  thread_local std::map<std::pair<int, int>, std::vector<RabenseifnerStep>> known;
+  auto [it, fresh] = known.try_emplace({ranks, per_node});
+  if (!fresh) return it->second;
+  const int pof2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
+  const int folded = ranks - pof2;  // pairs (2i, 2i + 1), i < folded, fold into rank 2i
+  auto node = [per_node](int rank) { return rank / per_node; };
+  auto real = [folded](int vrank) { return vrank < folded ? 2 * vrank : vrank + folded; };
+  // A step between these (rank, partner) pairs, each pair listed once per sending rank.
+  auto step = [&](double share, const std::vector<std::pair<int, int>>& pairs) {
+    std::map<int, int> crossing;  // node -> its ranks sending to another node
+    for (const auto& [from, to] : pairs)
+      if (node(from) != node(to)) ++crossing[node(from)];
+    int senders = 0;
+    for (const auto& [n, count] : crossing) senders = std::max(senders, count);
+    return RabenseifnerStep{share, crossing.empty(), senders};
+  };
+  std::vector<std::pair<int, int>> fold;
+  for (int i = 0; i < folded; ++i) fold.push_back({2 * i, 2 * i + 1}), fold.push_back({2 * i + 1, 2 * i});
+  std::vector<RabenseifnerStep> steps;
+  if (folded > 0) steps.push_back(step(0.5, fold)), steps.push_back(step(0.5, fold));  // swap halves; odd sends its half
+  std::vector<RabenseifnerStep> halving;
+  for (int distance = 1; distance < pof2; distance *= 2) {
+    std::vector<std::pair<int, int>> pairs;
+    for (int v = 0; v < pof2; ++v) pairs.push_back({real(v), real(v ^ distance)});
+    halving.push_back(step(1.0 / (2.0 * distance), pairs));  // half of what the rank still holds
+  }
+  steps.insert(steps.end(), halving.begin(), halving.end());
+  steps.insert(steps.end(), halving.rbegin(), halving.rend());  // the allgather sends it back
+  if (folded > 0) steps.push_back(step(1.0, fold));             // the whole result to the odd ranks
+  it->second = std::move(steps);
+  return it->second;
+}
+
+}  // namespace
+
 Traffic rabenseifner_traffic(int ranks, double bytes, const Hardware& hw) {
   check_ranks(ranks, "rabenseifner_traffic");
-  const int per_node = hw.ranks_per_node;
   const LinkCost intra = link_cost(hw.intra_node);
   Traffic traffic;
-  // One message each way between partners `distance` apart; `senders`: how many of a
-  // node's ranks cross its link at once when the pair spans two nodes.
-  auto exchange = [&](double message_bytes, int distance, int senders) {
-    const bool inside = ranks <= per_node || per_node % (2 * distance) == 0;
-    if (inside) {
-      traffic.in_node_s += intra.alpha + message_bytes * intra.beta;
+  for (const RabenseifnerStep& s : rabenseifner_steps(ranks, std::max(1, hw.ranks_per_node))) {
+    if (s.in_node) {
+      traffic.in_node_s += intra.alpha + s.share * bytes * intra.beta;
     } else {
       traffic.cross_steps += 1;
-      traffic.cross_bytes += message_bytes * senders;
+      traffic.cross_bytes += s.share * bytes * s.senders;
     }
-  };
-  const int pof2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
-  if (pof2 != ranks) {  // ranks 2i + 1 < 2·(ranks − pof2) fold into 2i, and get the result back
-    exchange(bytes, 1, (per_node + 1) / 2);
-    exchange(bytes, 1, (per_node + 1) / 2);
-  }
-  for (int distance = 1; distance < pof2; distance *= 2) {
-    // The halving step at this distance moves half of what the rank still holds, and the
-    // allgather's step at the same distance moves it back: twice the same message.
-    const double message = bytes / (2.0 * distance);
-    exchange(message, distance, std::min(per_node, distance));
-    exchange(message, distance, std::min(per_node, distance));
   }
   return traffic;
 }

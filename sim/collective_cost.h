@@ -79,12 +79,14 @@ Traffic flat_traffic(FlatAlgorithm algorithm, int ranks, double bytes, const Har
 double flat_allreduce(FlatAlgorithm algorithm, int ranks, double bytes, const Hardware& hw);
 
 // Rabenseifner's allreduce as Open MPI 4.1 runs it (coll/base's redscat_allgather): a
-// reduce-scatter by recursive halving, partners at distance 1, 2, 4, ..., then an
-// allgather by doubling in the reverse order; a rank count that is not a power of two
-// first folds the extra ranks into partners (a whole-buffer exchange each way). With the
-// ranks filled node by node, a step stays inside a node when every pair does (the ranks a
-// node holds are a multiple of twice the distance); a step across nodes has all of a
-// node's ranks send over its one link at once.
+// reduce-scatter by recursive halving, partners at distance 1, 2, 4, ... among p' =
+// 2^floor(log2 p) ranks, then an allgather by doubling in the reverse order. With p' < p,
+// ranks 2i and 2i+1 (i < p - p') first fold into one: they swap halves, the odd one sends
+// its reduced half, and it gets the whole result at the end (three messages: N/2, N/2, N);
+// the others are renumbered (Open MPI's vrank). With the ranks filled node by node, a step
+// stays on the intra-node link when every pair shares a node; otherwise it waits for the
+// inter-node link, whose busiest node sends as many messages at once as it has ranks whose
+// partner is elsewhere.
 Traffic rabenseifner_traffic(int ranks, double bytes, const Hardware& hw);
 
 // Open MPI 4.1.x's fixed choice for MPI_Allreduce of a commutative operation on `bytes`

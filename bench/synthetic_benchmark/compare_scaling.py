@@ -267,31 +267,33 @@ def run_net(model, a):
     return rows, notes
 
 
-# The targets docs/perf.md holds kolo to: (what, numerator row, denominator row, figure, least).
-# Each ratio is taken within a round (runs minutes apart see similar load), then the median.
+# The targets docs/perf.md holds kolo to: (what, numerator row, denominator row, figure,
+# least, the one net it applies to or None for both). Each ratio is taken within a round
+# (runs minutes apart see similar load), then the median.
 TARGETS = [
-    ("plain mpirun's efficiency / DDP's", "kolo, MPI spins", "DDP", "efficiency", 1.0),
-    ("ResNet-18 efficiency / the machine's ceiling", "kolo, MPI spins", "no communication", "efficiency", 0.97),
-    ("ResNet-18 efficiency (yield) / the machine's ceiling", "kolo", "no communication", "efficiency", 0.97),
-    ("kolo.torch / horovod.torch, np 1 img/s", "kolo.torch", "horovod.torch", "np1", 1.0),
-    ("kolo.torch / horovod.torch, np 2 img/s", "kolo.torch", "horovod.torch", "np2", 1.0),
+    ("plain mpirun's efficiency / DDP's", "kolo, MPI spins", "DDP", "efficiency", 1.0, None),
+    ("efficiency / the machine's ceiling", "kolo, MPI spins", "no communication", "efficiency", 0.97, "resnet18"),
+    ("efficiency (yield) / the machine's ceiling", "kolo", "no communication", "efficiency", 0.97, "resnet18"),
+    ("kolo.torch / horovod.torch, np 1 img/s", "kolo.torch", "horovod.torch", "np1", 1.0, None),
+    ("kolo.torch / horovod.torch, np 2 img/s", "kolo.torch", "horovod.torch", "np2", 1.0, None),
     ("kolo.torch / horovod.torch, plain mpirun, np 1 img/s", "kolo.torch, MPI spins", "horovod.torch, MPI spins",
-     "np1", 1.0),
+     "np1", 1.0, None),
     ("kolo.torch / horovod.torch, plain mpirun, np 2 img/s", "kolo.torch, MPI spins", "horovod.torch, MPI spins",
-     "np2", 1.0),
-    # Not a target: how much of the ceiling a step that only synchronizes keeps, and how much
+     "np2", 1.0, None),
+    # Not targets: how much of the ceiling a step that only synchronizes keeps, and how much
     # of that kolo keeps; the first bounds any synchronous data-parallel training here.
-    ("synchronizing alone (sync only) / the machine's ceiling", "sync only", "no communication", "efficiency", None),
-    ("kolo (yield) / sync only", "kolo", "sync only", "efficiency", None),
+    ("synchronizing alone (sync only) / the machine's ceiling", "sync only", "no communication", "efficiency", None,
+     None),
+    ("kolo (yield) / sync only", "kolo", "sync only", "efficiency", None, None),
 ]
 
 
 def target_lines(model, results, efficiency):
-    """One line per target whose rows were measured: the median per-round ratio, its rounds
-    and PASS/FAIL (the ceiling targets are ResNet-18's only)."""
+    """One line per target whose rows were measured for this net: the median per-round
+    ratio, its rounds and PASS/FAIL."""
     lines = []
-    for what, top, bottom, figure, least in TARGETS:
-        if top not in results or bottom not in results or ("ResNet-18" in what and model != "resnet18"):
+    for what, top, bottom, figure, least, only in TARGETS:
+        if top not in results or bottom not in results or (only and model != only):
             continue
         series = {name: efficiency[name] if figure == "efficiency" else results[name][figure] for name in (top, bottom)}
         ratios = [t / b for t, b in zip(series[top], series[bottom])]

@@ -107,6 +107,9 @@ int benchmark(int argc, char** argv) {
   if (f.image_size == 0) f.image_size = mnist ? 28 : 224;
   if (app.count("--classes") == 0 && mnist) f.classes = 10;
   fail_together([&] {
+    if (f.sync_only && f.fp16_allreduce)
+      throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                        "--sync-only averages no gradient, so --fp16-allreduce would compress nothing: give one of them");
     if (mnist && f.image_size != 28) {
       throw kolo::Error(kolo::StatusCode::InvalidArgument,
                         "--image-size " + std::to_string(f.image_size) + ": mnist_convnet takes 28x28 images only");

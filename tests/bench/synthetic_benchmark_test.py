@@ -13,7 +13,8 @@ Cases:
   resnet-fp16  ResNet-18 at 16x16 with --fp16-allreduce runs and reports img/s > 0.
   sync-only    the MNIST net with --sync-only (compare_scaling.py's "sync only" row): says
                so in the header and reports its figures.
-  bad-flags    unknown model, the MNIST net at another size: one clear message.
+  bad-flags    unknown model, the MNIST net at another size, --sync-only with
+               --fp16-allreduce: one clear message.
 """
 import os
 import re
@@ -72,6 +73,8 @@ def bench_bad_flags(runner, work):
     fails_once(runner, "synthetic_benchmark", ["--model", "vgg16"], "vgg16")
     fails_once(runner, "synthetic_benchmark", ["--model", "mnist_convnet", "--image-size", "32"],
                "--image-size 32: mnist_convnet takes 28x28 images only")
+    fails_once(runner, "synthetic_benchmark", ["--model", "mnist_convnet", "--sync-only", "--fp16-allreduce"],
+               "--sync-only averages no gradient")
 
 
 CASES = {"format": bench_format, "resnet-fp16": bench_resnet_fp16, "sync-only": bench_sync_only, "bad-flags": bench_bad_flags}

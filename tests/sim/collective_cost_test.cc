@@ -121,30 +121,78 @@ TEST_CASE("Rabenseifner over 2 nodes of 2 ranks: the halving's first step stays 
   CHECK(ring.cross_bytes == Approx(1.5 * n).epsilon(1e-12));
 }
 
-TEST_CASE("Rabenseifner on 6 ranks folds two extra ranks in and out with whole-buffer exchanges") {
+TEST_CASE("Rabenseifner on 6 ranks folds two pairs first (N/2 each way, N/2 back) and sends them N at the end") {
   const Hardware hw = two_level(8, 1);
   const LinkCost intra = link_cost(hw.intra_node);
   const double n = 1e6;
-  const double folded = 2 * (intra.alpha + n * intra.beta);
+  const double folded = 2 * (intra.alpha + n / 2 * intra.beta) + (intra.alpha + n * intra.beta);
   const double halving = 2 * (intra.alpha + n / 2 * intra.beta) + 2 * (intra.alpha + n / 4 * intra.beta);
   CHECK(rabenseifner_traffic(6, n, hw).in_node_s == Approx(folded + halving).epsilon(1e-12));
+}
+
+TEST_CASE("Rabenseifner on 3 nodes of 2: the folded ranks renumbered, pairs cross as Open MPI's vranks place them") {
+  // Ranks 0 1 | 2 3 | 4 5. Pairs (0,1) and (2,3) fold inside their nodes; the four left
+  // are vranks 0 1 2 3 = ranks 0 2 4 5. Distance 1: (0,2) crosses (one sender a node), (4,5)
+  // does not. Distance 2: (0,4) and (2,5) cross, and node 2's two ranks send at once.
+  const Hardware hw = two_level(2, 3);
+  const LinkCost intra = link_cost(hw.intra_node);
+  const double n = 1e6;
+  const Traffic t = rabenseifner_traffic(6, n, hw);
+  CHECK(t.in_node_s == Approx(2 * (intra.alpha + n / 2 * intra.beta) + (intra.alpha + n * intra.beta)).epsilon(1e-12));
+  CHECK(t.cross_steps == 4);
+  CHECK(t.cross_bytes == Approx(2 * (n / 2 * 1) + 2 * (n / 4 * 2)).epsilon(1e-12));
+}
+
+TEST_CASE("Rabenseifner on 3 nodes of 4: distance 1 stays inside, 2 and 4 cross with 2 and 4 senders") {
+  // Ranks 0-3 | 4-7 | 8-11; pairs (0,1) (2,3) (4,5) (6,7) fold; vranks 0-7 = ranks 0 2 4 6
+  // 8 9 10 11. Distance 1: (0,2) (4,6) (8,9) (10,11), all inside. Distance 2: (0,4) (2,6)
+  // cross, (8,10) (9,11) do not. Distance 4: every pair crosses, node 2 sends four.
+  const Hardware hw = two_level(4, 3);
+  const LinkCost intra = link_cost(hw.intra_node);
+  const double n = 1e6;
+  const Traffic t = rabenseifner_traffic(12, n, hw);
+  const double fold = 2 * (intra.alpha + n / 2 * intra.beta) + (intra.alpha + n * intra.beta);
+  CHECK(t.in_node_s == Approx(fold + 2 * (intra.alpha + n / 2 * intra.beta)).epsilon(1e-12));
+  CHECK(t.cross_steps == 4);
+  CHECK(t.cross_bytes == Approx(2 * (n / 4 * 2) + 2 * (n / 8 * 4)).epsilon(1e-12));
 }
 
 TEST_CASE("Open MPI 4.1's fixed choice for a commutative MPI_Allreduce") {
   using enum OpenMpiAllreduce;
   // Spot checks against coll_tuned_decision_fixed.c (v4.1.4), at and beside its bounds.
-  CHECK(open_mpi_allreduce_choice(2, 4) == ring);
-  CHECK(open_mpi_allreduce_choice(2, 1024) == recursive_doubling);
-  CHECK(open_mpi_allreduce_choice(3, 100000) == segmented_ring);
-  CHECK(open_mpi_allreduce_choice(2, 262144) == rabenseifner);
-  CHECK(open_mpi_allreduce_choice(4, 8191) == recursive_doubling);
-  CHECK(open_mpi_allreduce_choice(4, 8192) == rabenseifner);
-  CHECK(open_mpi_allreduce_choice(4, 249e3) == rabenseifner);
-  CHECK(open_mpi_allreduce_choice(100, 200000) == recursive_doubling);
-  CHECK(open_mpi_allreduce_choice(200, 100000) == reduce_then_broadcast);
-  CHECK(open_mpi_allreduce_choice(1000, 10000) == recursive_doubling);
-  CHECK(open_mpi_allreduce_choice(5000, 20000) == recursive_doubling);
-  CHECK(open_mpi_allreduce_choice(5000, 40000) == rabenseifner);
+  const struct {
+    int ranks;
+    double bytes;
+    OpenMpiAllreduce expected;
+  } cases[] = {
+      {2, 4, ring},
+      {2, 1024, recursive_doubling},
+      {3, 100000, segmented_ring},
+      {2, 262144, rabenseifner},
+      {4, 8191, recursive_doubling},
+      {4, 8192, rabenseifner},
+      {4, 249e3, rabenseifner},
+      {100, 200000, recursive_doubling},
+      {8, 8191, recursive_doubling},
+      {15, 8192, rabenseifner},
+      {16, 4095, recursive_doubling},
+      {31, 4096, rabenseifner},
+      {32, 100, segmented_ring},
+      {63, 128, rabenseifner},
+      {200, 100000, reduce_then_broadcast},
+      {256, 4095, reduce_then_broadcast},
+      {511, 4096, rabenseifner},
+      {2048, 2047, reduce_then_broadcast},
+      {4095, 3000, segmented_ring},
+      {4095, 16384, rabenseifner},
+      {1000, 10000, recursive_doubling},
+      {5000, 20000, recursive_doubling},
+      {5000, 40000, rabenseifner},
+  };
+  for (const auto& c : cases) {
+    INFO(c.ranks << " ranks, " << c.bytes << " bytes");
+    CHECK(open_mpi_allreduce_choice(c.ranks, c.bytes) == c.expected);
+  }
 }
 
 TEST_CASE("kolo's MPI backend: its ring from 64 KiB a rank, MPI_Allreduce below, piece by piece") {
