@@ -150,7 +150,7 @@ const std::vector<RabenseifnerStep>& rabenseifner_steps(int ranks, int per_node)
   const int folded = ranks - pof2;  // pairs (2i, 2i + 1), i < folded, fold into rank 2i
   auto node = [per_node](int rank) { return rank / per_node; };
   auto real = [folded](int vrank) { return vrank < folded ? 2 * vrank : vrank + folded; };
-  // A step between these (rank, partner) pairs, each pair listed once per sending rank.
+  // A step carrying these (sender, receiver) messages at once.
   auto step = [&](double share, const std::vector<std::pair<int, int>>& pairs) {
     std::map<int, int> crossing;  // node -> its ranks sending to another node
     for (const auto& [from, to] : pairs)
@@ -159,10 +159,15 @@ const std::vector<RabenseifnerStep>& rabenseifner_steps(int ranks, int per_node)
     for (const auto& [n, count] : crossing) senders = std::max(senders, count);
     return RabenseifnerStep{share, crossing.empty(), senders};
   };
-  std::vector<std::pair<int, int>> fold;
-  for (int i = 0; i < folded; ++i) fold.push_back({2 * i, 2 * i + 1}), fold.push_back({2 * i + 1, 2 * i});
+  std::vector<std::pair<int, int>> to_odd, to_even, both;
+  for (int i = 0; i < folded; ++i) {
+    to_odd.push_back({2 * i, 2 * i + 1});
+    to_even.push_back({2 * i + 1, 2 * i});
+  }
+  both = to_odd;
+  both.insert(both.end(), to_even.begin(), to_even.end());
   std::vector<RabenseifnerStep> steps;
-  if (folded > 0) steps.push_back(step(0.5, fold)), steps.push_back(step(0.5, fold));  // swap halves; odd sends its half
+  if (folded > 0) steps.push_back(step(0.5, both)), steps.push_back(step(0.5, to_even));  // swap halves; odd sends its sum
   std::vector<RabenseifnerStep> halving;
   for (int distance = 1; distance < pof2; distance *= 2) {
     std::vector<std::pair<int, int>> pairs;
@@ -171,7 +176,7 @@ const std::vector<RabenseifnerStep>& rabenseifner_steps(int ranks, int per_node)
   }
   steps.insert(steps.end(), halving.begin(), halving.end());
   steps.insert(steps.end(), halving.rbegin(), halving.rend());  // the allgather sends it back
-  if (folded > 0) steps.push_back(step(1.0, fold));             // the whole result to the odd ranks
+  if (folded > 0) steps.push_back(step(1.0, to_odd));           // the whole result to the odd ranks
   it->second = std::move(steps);
   return it->second;
 }

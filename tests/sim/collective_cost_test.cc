@@ -130,6 +130,16 @@ TEST_CASE("Rabenseifner on 6 ranks folds two pairs first (N/2 each way, N/2 back
   CHECK(rabenseifner_traffic(6, n, hw).in_node_s == Approx(folded + halving).epsilon(1e-12));
 }
 
+TEST_CASE("Rabenseifner on 3 ranks, one a node: the fold crosses too, five messages across, 3N in all") {
+  // Ranks 0 | 1 | 2: 0 and 1 swap halves (N/2), 1 sends its sum (N/2); vranks 0 1 = ranks 0 2
+  // halve and gather (N/2 each way); 0 sends 1 the whole result (N).
+  const Hardware hw = two_level(1, 3);
+  const Traffic t = rabenseifner_traffic(3, 1e6, hw);
+  CHECK(t.in_node_s == 0);
+  CHECK(t.cross_steps == 5);
+  CHECK(t.cross_bytes == Approx(3e6).epsilon(1e-12));
+}
+
 TEST_CASE("Rabenseifner on 3 nodes of 2: the folded ranks renumbered, pairs cross as Open MPI's vranks place them") {
   // Ranks 0 1 | 2 3 | 4 5. Pairs (0,1) and (2,3) fold inside their nodes; the four left
   // are vranks 0 1 2 3 = ranks 0 2 4 5. Distance 1: (0,2) crosses (one sender a node), (4,5)
