@@ -140,8 +140,8 @@ struct RabenseifnerStep {
 };
 
 // The steps for `ranks` ranks filled `per_node` to a node: they depend on the layout only,
-// not on the buffer, so each layout is worked out once (per thread: kolo-sim's runs may
-// be on several).
+// not on the buffer, so each layout is worked out once (per thread, so that callers on
+// several threads need no lock).
 const std::vector<RabenseifnerStep>& rabenseifner_steps(int ranks, int per_node) {
   thread_local std::map<std::pair<int, int>, std::vector<RabenseifnerStep>> known;
   auto [it, fresh] = known.try_emplace({ranks, per_node});
