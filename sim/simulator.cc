@@ -60,10 +60,24 @@ int64_t backend_piece_bytes(const KoloSettings& settings, int ranks) {
       .unfused_min_bytes;
 }
 
-// The link the negotiation's small messages take.
-LinkCost cluster_link(const Hardware& cluster) {
-  const Hardware seen = as_seen_by_sharing_ranks(cluster);
-  return link_cost(seen.nodes > 1 ? seen.inter_node : seen.intra_node);
+// The link the negotiation's small messages take, on the links as the sharing ranks see
+// them (as_seen_by_sharing_ranks).
+LinkCost cluster_link(const Hardware& seen) { return link_cost(seen.nodes > 1 ? seen.inter_node : seen.intra_node); }
+
+// allreduce_seconds on the links as the sharing ranks see them, with the backend's piece.
+double allreduce_on(double bytes, const Hardware& seen, const KoloSettings& settings, double piece_bytes) {
+  const int p = seen.ranks();
+  if (p == 1) return 0.0;
+  if (settings.fp16) bytes /= 2;
+  if (settings.config.hierarchical_allreduce && seen.nodes > 1 && seen.ranks_per_node > 1)
+    return hierarchical_allreduce(seen.ranks_per_node, seen.nodes, bytes, link_cost(seen.intra_node),
+                                  link_cost(seen.inter_node))
+        .total();
+  // NCCL picks by size (the cheaper candidate); kolo's MPI backend has one.
+  double best = std::numeric_limits<double>::infinity();
+  for (const Traffic& candidate : allreduce_candidates(p, bytes, piece_bytes, seen))
+    best = std::min(best, candidate.seconds(link_cost(seen.inter_node)));
+  return best;
 }
 
 class Engine {
@@ -327,17 +341,15 @@ class Engine {
     const Link& inter = hw_.inter_node;
     const double piece = double(fusion_.unfused_min_bytes);  // the backend's piece, as tuned
     if (inter.burst_bytes <= 0 || hw_.nodes == 1 || ks_.config.hierarchical_allreduce)
-      return allreduce_seconds(bytes, hw_, ks_, piece);
+      return allreduce_on(bytes, seen_, ks_, piece);
     if (ks_.fp16) bytes /= 2;
-    const Hardware seen = as_seen_by_sharing_ranks(hw_);
-    const LinkCost shaped = link_cost(seen.inter_node);
+    const LinkCost shaped = link_cost(seen_.inter_node);
     tokens_ = std::min(inter.burst_bytes, tokens_ + std::max(0.0, t - link_idle_since_) / shaped.beta);
     double best = std::numeric_limits<double>::infinity(), spent = 0;
-    for (const Traffic& candidate : allreduce_candidates(p_, bytes, piece, seen)) {
-      // What a node's link carries: the bucket's part at the unshaped speed.
+    for (const Traffic& candidate : allreduce_candidates(p_, bytes, piece, seen_)) {
+      // Of the bytes a node's link carries, the bucket's go at the unshaped speed.
       const double burst = std::min(candidate.cross_bytes, tokens_);
-      const double seconds = candidate.in_node_s + candidate.cross_steps * shaped.alpha +
-                             burst * inter.unshaped_beta_s_per_byte + (candidate.cross_bytes - burst) * shaped.beta;
+      const double seconds = candidate.seconds(shaped) - burst * (shaped.beta - inter.unshaped_beta_s_per_byte);
       if (seconds < best) best = seconds, spent = burst;
     }
     tokens_ -= spent;
@@ -355,12 +367,12 @@ class Engine {
 
   // The cycle's AND-allreduce of [flags | setting | bits] and their complements.
   double control_cost() const {
-    return p_ > 1 ? recursive_doubling_allreduce(p_, control_bytes_, cluster_link(hw_)) : 0.0;
+    return p_ > 1 ? recursive_doubling_allreduce(p_, control_bytes_, cluster_link(seen_)) : 0.0;
   }
   // Requests gathered at rank 0 along a binomial tree, responses broadcast back.
   double slow_path_cost(double names_per_rank, double responses) const {
     if (p_ == 1) return 0.0;
-    const LinkCost link = cluster_link(hw_);
+    const LinkCost link = cluster_link(seen_);
     const double steps = std::ceil(std::log2(double(p_)));
     const double gather = steps * link.alpha + (p_ - 1) * names_per_rank * kRequestBytes * link.beta;
     return gather + binomial_broadcast(p_, responses * kResponseBytes, link);
@@ -391,6 +403,7 @@ class Engine {
 
   const Workload& w_;
   const Hardware& hw_;
+  const Hardware seen_ = as_seen_by_sharing_ranks(hw_);  // the links as the sharing ranks see them
   const KoloSettings ks_;
   const double cycle_time_s_ = ks_.config.cycle_time_ms * 1e-3;
   const Variation var_;
@@ -430,20 +443,8 @@ class Engine {
 }  // namespace
 
 double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettings& settings, double piece_bytes) {
-  const int p = cluster.ranks();
-  if (p == 1) return 0.0;
-  if (settings.fp16) bytes /= 2;
-  const Hardware seen = as_seen_by_sharing_ranks(cluster);
-  if (settings.config.hierarchical_allreduce && seen.nodes > 1 && seen.ranks_per_node > 1)
-    return hierarchical_allreduce(seen.ranks_per_node, seen.nodes, bytes, link_cost(seen.intra_node),
-                                  link_cost(seen.inter_node))
-        .total();
-  if (piece_bytes <= 0) piece_bytes = double(backend_piece_bytes(settings, p));
-  // NCCL picks by size (the cheaper candidate); kolo's MPI backend has one.
-  double best = std::numeric_limits<double>::infinity();
-  for (const Traffic& candidate : allreduce_candidates(p, bytes, piece_bytes, seen))
-    best = std::min(best, candidate.seconds(link_cost(seen.inter_node)));
-  return best;
+  if (piece_bytes <= 0) piece_bytes = double(backend_piece_bytes(settings, cluster.ranks()));
+  return allreduce_on(bytes, as_seen_by_sharing_ranks(cluster), settings, piece_bytes);
 }
 
 SimResult simulate(const Workload& workload, const Hardware& cluster, const KoloSettings& settings,
