@@ -12,12 +12,15 @@
    times longer an allreduce takes while the ranks compute on every core; far above 1
    (the collective's CPU work waits for the compute), the file says
    "comm_overlaps_compute": false.
-4. Variation between ranks: sim/validation/measure_variation.py at np 1 and 2, 3 runs each
-   of the MNIST job with every rank's timeline: each np 2 run's variation not shared by the
-   step's other rank, as the model's jitter (cv / sqrt(1 - 1/p)); the file's "variation" is
-   their median and its range their lowest and highest. The same runs give
-   "compute_slowdown_when_busy": the median per-step compute of a rank at np 2 (both cores
-   computing) over that at np 1.
+4. Variation between ranks: sim/validation/measure_variation.py at np 1 and 2, 5 runs each
+   (interleaved: np 1, np 2, np 1, ...) of the MNIST job with every rank's timeline: each
+   np 2 run's variation not shared by the step's other rank, as the model's jitter
+   (cv / sqrt(1 - 1/p)); the file's "variation" is their median and its range their lowest
+   and highest. The same runs give "compute_slowdown_when_busy": the median over the
+   repeats of a rank's median compute per step at np 2 (both cores computing) over that at
+   np 1 in the same repeat (at least 1). Pairs run together, because this machine drifts by
+   10-30 % within minutes: the first calibration ran the three np 1 runs, then the three
+   np 2, and read 1.098, where pairs of the same job read 0.86-1.08.
 
 It writes the hardware file (with the measured numbers as its sources) and prints the
 compute figure to give kolo-sim (--one-device-images-per-s) and the np 4 samples beside
@@ -37,6 +40,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TAG = re.compile(r"^\[\d+\]<stdout>:", re.M)
+REPEATS = 5  # of the variation runs at np 1 and 2, interleaved
+
+sys.path.insert(0, os.path.join(HERE, "validation"))
+import measure_variation  # noqa: E402
 
 
 def probe(build, ranks):
@@ -79,15 +86,15 @@ def variation(build):
     with tempfile.TemporaryDirectory() as out:
         path = os.path.join(out, "variation.json")
         command = [sys.executable, os.path.join(HERE, "validation", "measure_variation.py"), "--ranks", "1,2",
-                   "--repeats", "3", "--build", build, "--json", path]
+                   "--repeats", str(REPEATS), "--build", build, "--json", path]
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             sys.exit(f"calibrate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")
         with open(path) as f:
             runs = json.load(f)["runs"]
     jitters = sorted(r["jitter"] for r in runs if r["ranks"] == 2)
-    compute = {p: statistics.median(r["median_compute_ms"] for r in runs if r["ranks"] == p) for p in (1, 2)}
-    return jitters[len(jitters) // 2], jitters[0], jitters[-1], jitters, max(1.0, compute[2] / compute[1]), compute
+    ratios = measure_variation.busy_ratios(runs)
+    return jitters[len(jitters) // 2], jitters[0], jitters[-1], jitters, max(1.0, statistics.median(ratios)), ratios
 
 
 def compute_per_image(build, images):
@@ -115,7 +122,7 @@ def main():
     np4 = probe(args.build, 4)
     seconds_per_image = compute_per_image(args.build, args.images)
     slowdown = comm_slowdown_under_compute(args.build)
-    jitter, jitter_low, jitter_high, jitters, busy, compute_ms = variation(args.build)
+    jitter, jitter_low, jitter_high, jitters, busy, busy_ratios = variation(args.build)
     cores = os.cpu_count() or 1
     hardware = {
         "name": f"this machine ({cores} cores, Open MPI 4.1), calibrated {today}",
@@ -145,9 +152,11 @@ def main():
             "comm_overlaps_compute": f"sim/calibrate.py {today}: kolo-sim-probe --under-compute at np 2: a 1 MiB allreduce "
                                      f"takes {slowdown:.0f} times longer while the ranks compute on every core",
             "compute_slowdown_when_busy": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 "
-                                          f"--repeats 3, a rank's median compute per step at np 2 over np 1 (medians of "
-                                          f"the runs): {compute_ms[2]:.2f} / {compute_ms[1]:.2f} ms",
-            "variation": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 --repeats 3, the "
+                                          f"--repeats {REPEATS} (interleaved), the median over repeats of a rank's median compute "
+                                          "per step at np 2 over np 1 in the same repeat: "
+                                          + ", ".join(f"{r:.3f}" for r in busy_ratios)
+                                          + ("" if busy >= statistics.median(busy_ratios) else " (below 1: taken as 1)"),
+            "variation": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 --repeats {REPEATS}, the "
                          "model's jitter from each run's variation not shared between the ranks: "
                          + ", ".join(f"{j:.4f}" for j in jitters),
             "inter_node.latency_us": "the raw MPI baseline: MPI_Allreduce np=2 btl tcp 4 KiB median 25.9 us "

@@ -36,7 +36,6 @@ import json
 import math
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
@@ -96,6 +95,12 @@ def steps_of(path):
         done = max(reduced[tid][k]["ts"] + reduced[tid][k]["dur"] for tid in grads)
         out.append((last_submit, done))
     return out
+
+
+def busy_ratios(runs):
+    """Per repeat, idle: np 2's median compute per step over np 1's, the two run together."""
+    by = {(r["repeat"], r["ranks"]): r["median_compute_ms"] for r in runs if not r["load"]}
+    return [by[(i, 2)] / by[(i, 1)] for i in sorted({i for i, _ in by}) if (i, 1) in by and (i, 2) in by]
 
 
 def run_job(build, ranks, epochs, workdir, load):
@@ -162,11 +167,14 @@ def main(argv=None):
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     runs = []
     for load in ([False, True] if args.load else [False]):
-        for ranks in [int(r) for r in args.ranks.split(",") for _ in range(args.repeats)]:
+        # Repeats are interleaved (1, 2, 1, 2, ...), not blocked: this machine drifts by 10-30 %
+        # within minutes, and a ratio between rank counts should compare runs made together.
+        for repeat, ranks in [(i, int(r)) for i in range(args.repeats) for r in args.ranks.split(",")]:
             with tempfile.TemporaryDirectory() as work:
                 spe = run_job(args.build, ranks, args.epochs, work, load)
                 result = analyse(work, ranks, spe)
             result["load"] = load
+            result["repeat"] = repeat
             runs.append(result)
             print(f"np {ranks}{' under load' if load else ''}: cv {result['cv']:.4f}, "
                   f"slowest-of-p {result['slowest_of_p']:.4f}", file=sys.stderr)
@@ -194,11 +202,11 @@ def main(argv=None):
                      f"{r['cv']:.4f} | {r['p10']:.3f} | {r['p90']:.3f} | {r['p99']:.3f} | {r['max']:.3f} | "
                      f"{independent or ' | '} | "
                      f"{r['slowest_of_p']:.4f} | {resampled:.4f} | {normal:.4f} |")
-    idle = {p: [r["median_compute_ms"] for r in runs if r["ranks"] == p and not r["load"]] for p in (1, 2)}
-    if idle[1] and idle[2]:
-        lines += ["", f"A rank's compute when both cores compute: the median over runs of the median compute per "
-                  f"step is {statistics.median(idle[2]):.2f} ms at np 2 against {statistics.median(idle[1]):.2f} ms at "
-                  f"np 1, {statistics.median(idle[2]) / statistics.median(idle[1]):.3f} times (kolo-sim's "
+    ratios = busy_ratios(runs)
+    if ratios:
+        lines += ["", "A rank's compute when both cores compute: each repeat's median compute per step at np 2 "
+                  "over that at np 1 in the same repeat (run minutes apart at most): "
+                  f"{', '.join(f'{r:.3f}' for r in ratios)}; median {statistics.median(ratios):.3f} (kolo-sim's "
                   "compute_slowdown_when_busy, which sim/calibrate.py measures this way)."]
     lines += ["", "How the one-rank distribution becomes the slowest of p at large p (np 1, idle): the mean "
               "maximum of p draws, resampled from the measured values and from the normal of the same cv "
