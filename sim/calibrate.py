@@ -18,7 +18,8 @@
    (cv / sqrt(1 - 1/p)); the file's "variation" is their median and its range their lowest
    and highest. The same runs give "compute_slowdown_when_busy": the median over the
    repeats of a rank's median compute per step at np 2 (both cores computing) over that at
-   np 1 in the same repeat (at least 1). Pairs run together, because this machine drifts by
+   np 1 in the same repeat (at least 1), and its range for kolo-sim's band, the lowest and
+   highest of those ratios. Pairs run together, because this machine drifts by
    10-30 % within minutes: the first calibration ran the three np 1 runs, then the three
    np 2, and read 1.098, where pairs of the same job read 0.86-1.08.
 
@@ -136,6 +137,10 @@ def main():
         "comm_overlaps_compute": slowdown < 2,
         "collectives": "mpi",
         "compute_slowdown_when_busy": round(busy, 3),
+        # The band's range: the repeats' lowest and highest (below 1 when np 1 met the slower
+        # moment of the pair).
+        "compute_slowdown_low": round(min(busy_ratios), 3),
+        "compute_slowdown_high": round(max(max(busy_ratios), busy), 3),
         "variation": {"jitter": round(jitter, 4), "jitter_low": round(jitter_low, 4), "jitter_high": round(jitter_high, 4)},
         "device_tflops": 0.05,
         "sources": {
@@ -156,6 +161,8 @@ def main():
                                           "per step at np 2 over np 1 in the same repeat: "
                                           + ", ".join(f"{r:.3f}" for r in busy_ratios)
                                           + ("" if busy >= statistics.median(busy_ratios) else " (below 1: taken as 1)"),
+            "compute_slowdown_low": "the lowest of those repeats' ratios",
+            "compute_slowdown_high": "the highest of those repeats' ratios (at least the value)",
             "variation": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 --repeats {REPEATS}, the "
                          "model's jitter from each run's variation not shared between the ranks: "
                          + ", ".join(f"{j:.4f}" for j in jitters),

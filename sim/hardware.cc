@@ -55,6 +55,12 @@ VariationRange read_variation(const FieldReader& variation) {
   return v;
 }
 
+double spread_over_range(double value, double low, double high, int i, int n) {
+  if (n <= 1) return value;
+  const int half = n / 2;
+  return i < half ? low + (value - low) * (i + 0.5) / half : value + (high - value) * (i - half + 0.5) / (n - half);
+}
+
 Hardware parse_hardware(const nlohmann::json& document, const std::string& origin) {
   const FieldReader top(document, origin, "");
   Hardware hw;
@@ -70,6 +76,11 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
     hw.compute_slowdown_when_busy = top.number("compute_slowdown_when_busy", false);
     if (hw.compute_slowdown_when_busy < 1) top.fail("compute_slowdown_when_busy", "must be at least 1");
   }
+  const double slowdown = hw.compute_slowdown_when_busy;
+  hw.compute_slowdown_low = top.has("compute_slowdown_low") ? top.number("compute_slowdown_low", false) : slowdown;
+  hw.compute_slowdown_high = top.has("compute_slowdown_high") ? top.number("compute_slowdown_high", false) : slowdown;
+  if (!(hw.compute_slowdown_low <= slowdown && slowdown <= hw.compute_slowdown_high))
+    top.fail("compute_slowdown_low", "compute_slowdown_when_busy must lie in [compute_slowdown_low, compute_slowdown_high]");
   if (top.has("comm_overlaps_compute")) hw.comm_overlaps_compute = top.boolean("comm_overlaps_compute");
   if (top.has("collectives")) {
     const std::string name = top.text("collectives");

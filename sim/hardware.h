@@ -78,6 +78,10 @@ struct Hardware {
   // machine's 2 vCPUs). Measured where the devices are CPU cores (sim/calibrate.py: np 2
   // against np 1 from every rank's timeline); 1 elsewhere.
   double compute_slowdown_when_busy = 1;
+  // The range that slowdown is known to (the file's "compute_slowdown_low" and "_high":
+  // on this machine, the lowest and highest of the repeats it is the median of); a band
+  // of runs spreads over it as over the variation's. Not given: the value itself.
+  double compute_slowdown_low = 1, compute_slowdown_high = 1;
   Collectives collectives = Collectives::nccl;  // the file's "collectives": "nccl" or "mpi"
   // The cluster's own variation between ranks (its file's "variation"), measured on it;
   // not given: sim/defaults.json's.
@@ -87,6 +91,11 @@ struct Hardware {
 
   int ranks() const { return ranks_per_node * nodes; }
 };
+
+// Run i of a band of n runs, for a term known to lie in [low, high] around `value`: half
+// the runs evenly below the value, half above (the band's median run has the value
+// itself); value for a band of one run.
+double spread_over_range(double value, double low, double high, int i, int n);
 
 // origin names the data in error messages (the file's path, or a test's label).
 Hardware parse_hardware(const nlohmann::json& document, const std::string& origin);

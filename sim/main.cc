@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -136,13 +138,23 @@ Job job_of(const Options& o) {
 // sampling noise to the row every efficiency is measured against, so it runs without.
 Variation variation_of(const Options& o, const Hardware& hw, int ranks, int i, int n) {
   if (ranks == 1) return Variation{0, 0, 1, o.seed};
-  double jitter = o.jitter.value_or(hw.variation.jitter);
-  if (!o.jitter && n > 1) {
-    const int half = n / 2;
-    jitter = i < half ? hw.variation.low + (hw.variation.jitter - hw.variation.low) * (i + 0.5) / half
-                      : hw.variation.jitter + (hw.variation.high - hw.variation.jitter) * (i - half + 0.5) / (n - half);
-  }
+  const double jitter = o.jitter ? *o.jitter
+                                 : spread_over_range(hw.variation.jitter, hw.variation.low, hw.variation.high, i, n);
   return Variation{jitter, o.straggler_fraction, o.straggler_slowdown, o.seed + uint64_t(i)};
+}
+
+// The busy node's compute slowdown of each run of a band of n: the same spread over its
+// range as the jitter's, in an order shuffled by the seed, so that the two terms vary
+// independently of each other across the band.
+std::vector<double> slowdowns_of(const Options& o, const Hardware& hw, int n) {
+  std::vector<int> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(o.seed));
+  std::vector<double> slowdowns;
+  for (int i : order)
+    slowdowns.push_back(
+        spread_over_range(hw.compute_slowdown_when_busy, hw.compute_slowdown_low, hw.compute_slowdown_high, i, n));
+  return slowdowns;
 }
 
 double quantile(std::vector<double> values, double q) {
@@ -169,8 +181,9 @@ struct Row {
 Row simulate_row(const Options& o, const Job& job, int n, const Row* base, kolo::Timeline* trace) {
   Row row;
   row.ranks = n;
-  const Hardware cluster = cluster_of(job.hw, n, o.gpus_per_node);
+  Hardware cluster = cluster_of(job.hw, n, o.gpus_per_node);
   const int runs = std::max(1, o.band_runs);
+  const std::vector<double> slowdowns = slowdowns_of(o, job.hw, runs);
   for (int i = 0; i < runs; ++i) {
     if (n == 1 && i > 0) {  // one rank runs without variation (variation_of): every run is the same
       row.runs.push_back(row.runs.front());
@@ -179,6 +192,7 @@ Row simulate_row(const Options& o, const Job& job, int n, const Row* base, kolo:
     RunOptions options;
     options.max_steps = o.max_steps;
     options.trace = i == 0 ? trace : nullptr;
+    cluster.compute_slowdown_when_busy = slowdowns[static_cast<std::size_t>(i)];
     row.runs.push_back(simulate(job.workload, cluster, job.settings, variation_of(o, job.hw, n, i, runs), options));
   }
   for (int i = 0; i < runs; ++i) {
@@ -198,6 +212,11 @@ std::string describe_terms(const Options& o, const Job& job) {
           fixed(job.hw.intra_node.achieved_fraction, 3) + " (inside a node) and " +
           fixed(job.hw.inter_node.achieved_fraction, 3) + " (between nodes) of their line rates";
   if (!job.hw.comm_overlaps_compute) text += "; communication waits for compute (CPU devices)";
+  if (hw.compute_slowdown_high > 1)
+    text += "; compute " + fixed(hw.compute_slowdown_when_busy, 3) + " times slower when every device computes" +
+            (o.band_runs > 1 && hw.compute_slowdown_low < hw.compute_slowdown_high
+                 ? " (band over " + fixed(hw.compute_slowdown_low, 3) + "-" + fixed(hw.compute_slowdown_high, 3) + ")"
+                 : "");
   if (job.hw.inter_node.burst_bytes > 0) text += "; a " + fixed(job.hw.inter_node.burst_bytes, 0) + "-byte burst bucket between nodes";
   return text;
 }

@@ -69,13 +69,14 @@ def shaped_flags(rate):
 
 
 def kolo_sim(args, *flags):
-    """kolo-sim's rows: {ranks: (epoch_s, images_per_s)}."""
+    """kolo-sim's rows: {ranks: (epoch_s, images_per_s, (efficiency p10, p90))}."""
     table = run([os.path.join(args.build, "sim", "kolo-sim"), *map(str, flags)], 60)
     rows = {}
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) > 3 and cells[0].isdigit():
-            rows[int(cells[0])] = (float(cells[2]), float(cells[3]))
+        if len(cells) > 6 and cells[0].isdigit():
+            p10, p90 = (float(x) for x in cells[6].split("-"))
+            rows[int(cells[0])] = (float(cells[2]), float(cells[3]), (p10, p90))
     return rows
 
 
@@ -98,12 +99,28 @@ def band(times):
     return median, f"{min(times):.3f}–{max(times):.3f} (±{50 * (max(times) - min(times)) / median:.1f} %)"
 
 
-def row(label, times, predicted, points):
-    """times and predicted: one per round, in round order."""
+def row(label, times, predictions, points, rounds):
+    """times and predictions: one per round, in round order; a prediction is (epoch, (p10
+    epoch, p90 epoch)). Appends the row's rounds to `rounds` for the per-round table."""
+    predicted = [p for p, _ in predictions]
     points.append((label, times, statistics.median(predicted)))
+    rounds.append((label, [f"{t:.3f} → {p:.3f} ({100 * (p - t) / t:+.1f} %), band {lo:.3f}–{hi:.3f}"
+                           for t, (p, (lo, hi)) in zip(times, predictions)]))
     median, spread = band(times)
     error = statistics.median(100 * (p - t) / t for p, t in zip(predicted, times))
-    return f"| {label} | {median:.3f} | {spread} | {statistics.median(predicted):.3f} | {error:+.1f} % |"
+    inside = sum(lo <= t <= hi for t, (_, (lo, hi)) in zip(times, predictions))
+    lo, hi = (statistics.median(b[i] for _, b in predictions) for i in (0, 1))
+    return (f"| {label} | {median:.3f} | {spread} | {statistics.median(predicted):.3f} | {lo:.3f}–{hi:.3f} | "
+            f"{inside} of {len(times)} | {error:+.1f} % |")
+
+
+def rounds_table(rounds, count):
+    """Each round of each row: measured → predicted (error), and the np 1 input."""
+    lines = ["Each round, measured epoch (s) → predicted (error); the np 1 rows are the one-device input of the "
+             "rows below them:", "",
+             "| run | " + " | ".join(f"round {i + 1}" for i in range(count)) + " |",
+             "|---|" + "---|" * count]
+    return lines + [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rounds]
 
 
 def plot(points, path):
@@ -238,15 +255,23 @@ def main():
     calibrated_rate = float(re.search(r"--one-device-images-per-s ([\d.]+)", calibration).group(1))
 
     points = []  # (label, measured epoch times, predicted) for the plot
+    rounds = []  # (label, [per-round cell]) for the per-round table
     # Whole steps only, as kolo-sim runs them: the epoch's images are the steps' images.
     images = args.images // args.batch * args.batch
 
     def per_round(np1_times, ranks, *flags):
         """kolo-sim's epoch at `ranks` for each round, from that round's np 1 epoch (from its
-        images/s, printed to 0.1, rather than its epoch, printed to 0.01 s)."""
-        return [images / kolo_sim(args, *flags, "--ranks", ranks, "--model", "mnist_convnet", "--batch", args.batch,
-                                  "--images", args.images, "--one-device-images-per-s", images / np1)[ranks][1]
-                for np1 in np1_times]
+        images/s, printed to 0.1, rather than its epoch, printed to 0.01 s), and its band:
+        the epochs at the efficiency's p90 and p10 (against kolo-sim's np 1, which is the
+        round's np 1 itself: one rank has no variation)."""
+        out = []
+        for np1 in np1_times:
+            rows = kolo_sim(args, *flags, "--ranks", f"1,{ranks}", "--model", "mnist_convnet", "--batch", args.batch,
+                            "--images", args.images, "--one-device-images-per-s", images / np1)
+            one = images / rows[1][1]
+            p10, p90 = rows[ranks][2]
+            out.append((images / rows[ranks][1], (one / (ranks * p90), one / (ranks * p10))))
+        return out
 
     measured = scaling_rounds(args, ["--ranks", "1,2,4"])
     local_np1 = measured[("local", "-", 1)]
@@ -256,11 +281,12 @@ def main():
              "input; the error is the median of the rounds' errors, so it need not be the error of the predicted "
              "median against the measured one.", "",
              f"| run | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s), median | "
-             "error, median of rounds |",
-             "|---|---:|---:|---:|---:|"]
+             "predicted p10–p90 (medians of rounds) | measured inside the round's band | error, median of rounds |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    rounds.append(("local np 1", [f"{t:.3f}" for t in local_np1]))
     for ranks in (2, 4):
         lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)],
-                         per_round(local_np1, ranks, "--hardware", "this_machine"), points))
+                         per_round(local_np1, ranks, "--hardware", "this_machine"), points, rounds))
 
     if links:
         with placements.NamespaceHosts(args.build, 2, 2) as cluster:
@@ -271,11 +297,14 @@ def main():
                                       "--links", ",".join(links)])
         for rate_name in links:
             np1 = netns[("netns", rate_name, 1)]  # one rank on one host: the same round's baseline
+            rounds.append((f"netns np 1, {rate_name} links", [f"{t:.3f}" for t in np1]))
             for ranks in (2, 4):
                 sim = per_round(np1, ranks, "--hardware", hardware, "--gpus-per-node", ranks // 2,
                                 *shaped_flags(rate_name))
                 lines.append(row(f"netns np {ranks}, {rate_name} links", netns[("netns", rate_name, ranks)], sim,
-                                 points))
+                                 points, rounds))
+    lines += [""] + rounds_table(rounds, args.rounds)
+    if links:
         slowest = min((r for r in links if r != "none"), key=gbytes_per_s, default=None)
         if slowest:
             with placements.NamespaceHosts(args.build, 2, 2) as cluster:

@@ -124,6 +124,41 @@ TEST_CASE("a hardware file may give a link's achieved share, its own variation a
   CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("compute_slowdown_when_busy") && Contains("at least 1"));
 }
 
+TEST_CASE("a hardware file may give the range of its busy-node slowdown, around the value") {
+  nlohmann::json doc = valid();
+  CHECK(parse_hardware(doc, "test").compute_slowdown_low == 1);  // no slowdown: no range
+  CHECK(parse_hardware(doc, "test").compute_slowdown_high == 1);
+  doc["compute_slowdown_when_busy"] = 1.1;
+  CHECK(parse_hardware(doc, "test").compute_slowdown_low == 1.1);  // no range: the value
+  CHECK(parse_hardware(doc, "test").compute_slowdown_high == 1.1);
+  doc["compute_slowdown_low"] = 0.88;  // a repeat in which np 2 computed faster than np 1
+  doc["compute_slowdown_high"] = 1.24;
+  CHECK(parse_hardware(doc, "test").compute_slowdown_low == 0.88);
+  CHECK(parse_hardware(doc, "test").compute_slowdown_high == 1.24);
+  doc["compute_slowdown_high"] = 1.05;
+  CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"),
+                    Contains("cluster.json") && Contains("compute_slowdown_low") && Contains("must lie in"));
+  doc["compute_slowdown_high"] = 1.24;
+  doc["compute_slowdown_low"] = 1.15;
+  CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("must lie in"));
+  doc["compute_slowdown_low"] = 0;
+  CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("compute_slowdown_low"));
+}
+
+TEST_CASE("a band's runs spread a term over its range: half below the value, half above") {
+  CHECK(spread_over_range(1.1, 0.9, 1.5, 0, 1) == 1.1);  // one run: the value
+  // n = 4: below at 1/4 and 3/4 of the way from low to the value, above at 1/4 and 3/4
+  // of the way from the value to high.
+  CHECK(spread_over_range(1.1, 0.9, 1.5, 0, 4) == Approx(0.95));
+  CHECK(spread_over_range(1.1, 0.9, 1.5, 1, 4) == Approx(1.05));
+  CHECK(spread_over_range(1.1, 0.9, 1.5, 2, 4) == Approx(1.2));
+  CHECK(spread_over_range(1.1, 0.9, 1.5, 3, 4) == Approx(1.4));
+  // n = 3: one run below (halfway), two above.
+  CHECK(spread_over_range(1.1, 0.9, 1.5, 0, 3) == Approx(1.0));
+  CHECK(spread_over_range(1.1, 0.9, 1.5, 1, 3) == Approx(1.1 + 0.4 * 0.25));
+  CHECK(spread_over_range(1.1, 0.9, 1.5, 2, 3) == Approx(1.1 + 0.4 * 0.75));
+}
+
 TEST_CASE("a hardware file names its collective library: nccl unless it says mpi") {
   nlohmann::json doc = valid();
   CHECK(parse_hardware(doc, "test").collectives == Collectives::nccl);
