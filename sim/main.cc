@@ -212,7 +212,7 @@ std::string describe_terms(const Options& o, const Job& job) {
           fixed(job.hw.intra_node.achieved_fraction, 3) + " (inside a node) and " +
           fixed(job.hw.inter_node.achieved_fraction, 3) + " (between nodes) of their line rates";
   if (!job.hw.comm_overlaps_compute) text += "; communication waits for compute (CPU devices)";
-  if (hw.compute_slowdown_high > 1)
+  if (hw.compute_slowdown_when_busy > 1 || hw.compute_slowdown_low < hw.compute_slowdown_high)
     text += "; compute " + fixed(hw.compute_slowdown_when_busy, 3) + " times slower when every device computes" +
             (o.band_runs > 1 && hw.compute_slowdown_low < hw.compute_slowdown_high
                  ? " (band over " + fixed(hw.compute_slowdown_low, 3) + "-" + fixed(hw.compute_slowdown_high, 3) + ")"
