@@ -19,9 +19,9 @@
    and highest. The same runs give "compute_slowdown_when_busy": the median over the
    repeats of a rank's median compute per step at np 2 (both cores computing) over that at
    np 1 in the same repeat (at least 1), and its range for kolo-sim's band, the lowest and
-   highest of those ratios. Pairs run together, because this machine drifts by
-   10-30 % within minutes: the first calibration ran the three np 1 runs, then the three
-   np 2, and read 1.098, where pairs of the same job read 0.86-1.08.
+   highest of those ratios (the lowest may be below 1: a pair whose np 1 met the machine's
+   slower minute). Pairs run together, because this machine drifts by 10-30 % within
+   minutes: a ratio of two rank counts should compare runs made together.
 
 It writes the hardware file (with the measured numbers as its sources) and prints the
 compute figure to give kolo-sim (--one-device-images-per-s) and the np 4 samples beside
@@ -95,6 +95,8 @@ def variation(build):
             runs = json.load(f)["runs"]
     jitters = sorted(r["jitter"] for r in runs if r["ranks"] == 2)
     ratios = measure_variation.busy_ratios(runs)
+    if not jitters or not ratios:
+        sys.exit(f"calibrate: {' '.join(command)} gave no np 1 / np 2 pair to measure the variation from")
     return jitters[len(jitters) // 2], jitters[0], jitters[-1], jitters, max(1.0, statistics.median(ratios)), ratios
 
 
@@ -123,7 +125,7 @@ def main():
     np4 = probe(args.build, 4)
     seconds_per_image = compute_per_image(args.build, args.images)
     slowdown = comm_slowdown_under_compute(args.build)
-    jitter, jitter_low, jitter_high, jitters, busy, busy_ratios = variation(args.build)
+    jitter, jitter_low, jitter_high, jitters, busy, pair_ratios = variation(args.build)
     cores = os.cpu_count() or 1
     hardware = {
         "name": f"this machine ({cores} cores, Open MPI 4.1), calibrated {today}",
@@ -139,8 +141,8 @@ def main():
         "compute_slowdown_when_busy": round(busy, 3),
         # The band's range: the repeats' lowest and highest (below 1 when np 1 met the slower
         # moment of the pair).
-        "compute_slowdown_low": round(min(busy_ratios), 3),
-        "compute_slowdown_high": round(max(max(busy_ratios), busy), 3),
+        "compute_slowdown_low": round(min(pair_ratios), 3),
+        "compute_slowdown_high": round(max(max(pair_ratios), busy), 3),
         "variation": {"jitter": round(jitter, 4), "jitter_low": round(jitter_low, 4), "jitter_high": round(jitter_high, 4)},
         "device_tflops": 0.05,
         "sources": {
@@ -159,8 +161,8 @@ def main():
             "compute_slowdown_when_busy": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 "
                                           f"--repeats {REPEATS} (interleaved), the median over repeats of a rank's median compute "
                                           "per step at np 2 over np 1 in the same repeat: "
-                                          + ", ".join(f"{r:.3f}" for r in busy_ratios)
-                                          + ("" if busy >= statistics.median(busy_ratios) else " (below 1: taken as 1)"),
+                                          + ", ".join(f"{r:.3f}" for r in pair_ratios)
+                                          + ("" if statistics.median(pair_ratios) >= 1 else " (median below 1: taken as 1)"),
             "compute_slowdown_low": "the lowest of those repeats' ratios",
             "compute_slowdown_high": "the highest of those repeats' ratios (at least the value)",
             "variation": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 --repeats {REPEATS}, the "

@@ -79,8 +79,10 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
   const double slowdown = hw.compute_slowdown_when_busy;
   hw.compute_slowdown_low = top.has("compute_slowdown_low") ? top.number("compute_slowdown_low", false) : slowdown;
   hw.compute_slowdown_high = top.has("compute_slowdown_high") ? top.number("compute_slowdown_high", false) : slowdown;
-  if (!(hw.compute_slowdown_low <= slowdown && slowdown <= hw.compute_slowdown_high))
-    top.fail("compute_slowdown_low", "compute_slowdown_when_busy must lie in [compute_slowdown_low, compute_slowdown_high]");
+  if (!(hw.compute_slowdown_low <= slowdown))
+    top.fail("compute_slowdown_low", "must be at most compute_slowdown_when_busy");
+  if (!(slowdown <= hw.compute_slowdown_high))
+    top.fail("compute_slowdown_high", "must be at least compute_slowdown_when_busy");
   if (top.has("comm_overlaps_compute")) hw.comm_overlaps_compute = top.boolean("comm_overlaps_compute");
   if (top.has("collectives")) {
     const std::string name = top.text("collectives");

@@ -78,9 +78,11 @@ struct Hardware {
   // machine's 2 vCPUs). Measured where the devices are CPU cores (sim/calibrate.py: np 2
   // against np 1 from every rank's timeline); 1 elsewhere.
   double compute_slowdown_when_busy = 1;
-  // The range that slowdown is known to (the file's "compute_slowdown_low" and "_high":
-  // on this machine, the lowest and highest of the repeats it is the median of); a band
-  // of runs spreads over it as over the variation's. Not given: the value itself.
+  // The range that slowdown is known to (the file's "compute_slowdown_low" and
+  // "compute_slowdown_high": on this machine, the lowest and highest of the repeats it is
+  // the median of); a band of runs spreads over it as over the variation's. Not given: the
+  // value itself. The low end may be below 1, where a repeat's np 1 met the machine's
+  // slower minute: the band then covers that noise of the measurement too.
   double compute_slowdown_low = 1, compute_slowdown_high = 1;
   Collectives collectives = Collectives::nccl;  // the file's "collectives": "nccl" or "mpi"
   // The cluster's own variation between ranks (its file's "variation"), measured on it;
@@ -93,8 +95,9 @@ struct Hardware {
 };
 
 // Run i of a band of n runs, for a term known to lie in [low, high] around `value`: half
-// the runs evenly below the value, half above (the band's median run has the value
-// itself); value for a band of one run.
+// the runs evenly spaced below the value, half above (an odd n puts one more above), so
+// a range that is wider on one side moves the band's median that way; value for a band
+// of one run.
 double spread_over_range(double value, double low, double high, int i, int n);
 
 // origin names the data in error messages (the file's path, or a test's label).

@@ -144,12 +144,15 @@ Variation variation_of(const Options& o, const Hardware& hw, int ranks, int i, i
 }
 
 // The busy node's compute slowdown of each run of a band of n: the same spread over its
-// range as the jitter's, in an order shuffled by the seed, so that the two terms vary
-// independently of each other across the band.
+// range as the jitter's, in an order shuffled by the seed, so that the band pairs the two
+// terms' values at random rather than low with low. Fisher-Yates on mt19937_64, which
+// the standard fixes bit for bit (std::shuffle's algorithm is the library's own), so a
+// band is the same with any standard library.
 std::vector<double> slowdowns_of(const Options& o, const Hardware& hw, int n) {
   std::vector<int> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), std::mt19937_64(o.seed));
+  std::mt19937_64 random(o.seed);
+  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random() % i]);
   std::vector<double> slowdowns;
   for (int i : order)
     slowdowns.push_back(

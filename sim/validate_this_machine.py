@@ -21,7 +21,9 @@ recommendations on the namespace hosts.
    slowest rate, kolo-sim ranks four settings (defaults, fp16 compression, a 5 ms cycle
    time, no fusion) from a profile of an np 1 timeline; each is then measured there.
 Each round runs every configuration once; the rounds' spread is the noise band.
-Nothing is fitted to the np 2 and np 4 rows.
+Nothing is fitted to the np 2 and np 4 rows. Each row also gets kolo-sim's p10-p90 band
+(over seeds and the measured ranges of the jitter and of the busy-node slowdown) and how
+many rounds fell inside it; a second table gives every round, np 1 inputs included.
 """
 import argparse
 import csv
@@ -69,14 +71,17 @@ def shaped_flags(rate):
 
 
 def kolo_sim(args, *flags):
-    """kolo-sim's rows: {ranks: (epoch_s, images_per_s, (efficiency p10, p90))}."""
+    """kolo-sim's rows: {ranks: (epoch_s, images_per_s, (efficiency p10, p90) or None)}.
+    The band's column is found by its header: kolo-sim prints it only for a band of runs."""
     table = run([os.path.join(args.build, "sim", "kolo-sim"), *map(str, flags)], 60)
-    rows = {}
+    rows, band_column = {}, None
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) > 6 and cells[0].isdigit():
-            p10, p90 = (float(x) for x in cells[6].split("-"))
-            rows[int(cells[0])] = (float(cells[2]), float(cells[3]), (p10, p90))
+        if cells and cells[0] == "ranks":
+            band_column = cells.index("efficiency p10-p90") if "efficiency p10-p90" in cells else None
+        elif len(cells) > 3 and cells[0].isdigit():
+            band = tuple(float(x) for x in cells[band_column].split("-")) if band_column else None
+            rows[int(cells[0])] = (float(cells[2]), float(cells[3]), band)
     return rows
 
 
@@ -269,7 +274,7 @@ def main():
             rows = kolo_sim(args, *flags, "--ranks", f"1,{ranks}", "--model", "mnist_convnet", "--batch", args.batch,
                             "--images", args.images, "--one-device-images-per-s", images / np1)
             one = images / rows[1][1]
-            p10, p90 = rows[ranks][2]
+            p10, p90 = rows[ranks][2] or (rows[ranks][1] / (ranks * rows[1][1]),) * 2
             out.append((images / rows[ranks][1], (one / (ranks * p90), one / (ranks * p10))))
         return out
 

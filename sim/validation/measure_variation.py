@@ -3,13 +3,15 @@
 the slowest of p ranks grows with p: the data behind kolo-sim's variation term.
 
     sim/validation/measure_variation.py [--build build] [--ranks 1,2,4] [--epochs 4]
-                                        [--load] [--out FILE.md] [--json FILE.json]
+                                        [--repeats N] [--load] [--out FILE.md] [--json FILE.json]
 
 Runs bench/scaling's MNIST job (examples/mnist, batch 64 per rank, 8,192 images an epoch,
 one thread per rank) under kolorun at each rank count with KOLO_TIMELINE=DIR/tl.{rank}.json,
 so that every rank writes its own timeline. With --load, each rank count runs a second time
 beside a busy-looping process (started here, ended here by PID): a machine whose cores are
-also doing something else.
+also doing something else. With --repeats N the rank counts run in turn N times (1, 2, 4,
+1, 2, 4, ...), so that each repeat's np 2 / np 1 compute ratio (busy_ratios) compares runs
+made minutes apart at most.
 
 From rank r's timeline, step k's gradients are the tensors allreduced once a step (NEGOTIATE
 starts when the program submits one). Its compute time is
