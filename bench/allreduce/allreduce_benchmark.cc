@@ -24,46 +24,16 @@
 #include <vector>
 
 #include "../cpu_model.h"
+#include "in_turn.h"
 #include "kolo/kolo.h"
 #include "resnet50_gradients.h"
 
 namespace {
 
-struct Timing {
-  double min_ms = 0, median_ms = 0;
-};
-
-Timing summary(std::vector<double> times) {
-  std::sort(times.begin(), times.end());
-  return {times.front(), times[times.size() / 2]};
-}
-
-// Runs the `bodies` in turn, `reps` times after `warmup` untimed rounds, alternating their
-// order every round (A B, B A, ...) so that neither always runs first. `untimed` runs
-// before each. Every rank starts each run together and the time of a run is the slowest
-// rank's. One list of times per body, in milliseconds.
-std::vector<std::vector<double>> measure_times(int warmup, int reps, const std::vector<std::function<void()>>& bodies,
-                                               const std::function<void()>& untimed = [] {}) {
-  std::vector<std::vector<double>> times(bodies.size());
-  for (int i = 0; i < warmup + reps; ++i) {
-    for (std::size_t k = 0; k < bodies.size(); ++k) {
-      const std::size_t b = (i % 2 == 0) ? k : bodies.size() - 1 - k;
-      untimed();
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double start = MPI_Wtime();
-      bodies[b]();
-      double elapsed = MPI_Wtime() - start;
-      MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      if (i >= warmup) times[b].push_back(elapsed * 1e3);
-    }
-  }
-  return times;
-}
-
-Timing measure(int warmup, int reps, const std::function<void()>& body,
-               const std::function<void()>& untimed = [] {}) {
-  return summary(measure_times(warmup, reps, {body}, untimed)[0]);
-}
+using kolo_bench::measure;
+using kolo_bench::measure_times;
+using kolo_bench::summary;
+using kolo_bench::Timing;
 
 // One copy of the gradient set. Sums in place grow by a factor of size() every step:
 // refilled with ones (between timed runs) long before they could overflow.
