@@ -84,6 +84,8 @@ def comm_slowdown_under_compute(build):
 
 
 def variation(build):
+    """(the np 2 runs' jitters, sorted; the pairs' np 2 / np 1 compute ratios, in repeat
+    order) from measure_variation.py's interleaved runs."""
     with tempfile.TemporaryDirectory() as out:
         path = os.path.join(out, "variation.json")
         command = [sys.executable, os.path.join(HERE, "validation", "measure_variation.py"), "--ranks", "1,2",
@@ -97,7 +99,7 @@ def variation(build):
     ratios = measure_variation.busy_ratios(runs)
     if not jitters or not ratios:
         sys.exit(f"calibrate: {' '.join(command)} gave no np 1 / np 2 pair to measure the variation from")
-    return jitters[len(jitters) // 2], jitters[0], jitters[-1], jitters, max(1.0, statistics.median(ratios)), ratios
+    return jitters, ratios
 
 
 def compute_per_image(build, images):
@@ -125,7 +127,8 @@ def main():
     np4 = probe(args.build, 4)
     seconds_per_image = compute_per_image(args.build, args.images)
     slowdown = comm_slowdown_under_compute(args.build)
-    jitter, jitter_low, jitter_high, jitters, busy, pair_ratios = variation(args.build)
+    jitters, pair_ratios = variation(args.build)
+    busy = max(1.0, statistics.median(pair_ratios))  # a rank computing beside others is not faster
     cores = os.cpu_count() or 1
     hardware = {
         "name": f"this machine ({cores} cores, Open MPI 4.1), calibrated {today}",
@@ -143,7 +146,8 @@ def main():
         # moment of the pair).
         "compute_slowdown_low": round(min(pair_ratios), 3),
         "compute_slowdown_high": round(max(max(pair_ratios), busy), 3),
-        "variation": {"jitter": round(jitter, 4), "jitter_low": round(jitter_low, 4), "jitter_high": round(jitter_high, 4)},
+        "variation": {"jitter": round(jitters[len(jitters) // 2], 4), "jitter_low": round(jitters[0], 4),
+                      "jitter_high": round(jitters[-1], 4)},
         "device_tflops": 0.05,
         "sources": {
             "ranks_per_node": "bench/scaling runs np 1, 2 and 4 on this machine (docs/scaling.md)",

@@ -7,12 +7,14 @@ recommendations on the namespace hosts.
 
 1. local np 1, 2, 4 (run_scaling.py --ranks 1,2,4): np 2 and 4 predicted from the
    calibrated sim/hardware/this_machine.json and, as the published tables give kolo-sim
-   their own 1-GPU time, the one-device time per image of the same round's np 1 run. This
-   machine's speed drifts by 10-30 % within minutes; the round's np 1 ran seconds before,
-   the calibration's own np 1 run minutes before. Each row's error is the median of its
+   their own 1-GPU time, the one-device time per image of the same round's np 1: the mean
+   of an np 1 run just before its np 2 and np 4 and one just after them. This machine's
+   speed drifts by 10-30 % within minutes (np 1 by up to 40 % within one validation); the
+   calibration's own np 1 ran minutes before. Each row's error is the median of its
    rounds' errors;
 2. with --links (root): np 2 and 4 over two namespace hosts (run_scaling.py --placements
-   netns), unshaped and at each shaped rate, each round's baseline its np 1 on one host. The link between the hosts is calibrated
+   netns), unshaped and at each shaped rate, each round's baseline its np 1 on one host
+   (before and after, as above). The link between the hosts is calibrated
    once, unshaped, with kolo-sim-probe at np 2 (one rank a host); a shaped rate is given
    to kolo-sim as --link-GBps (a line rate: kolo-sim's Ethernet share of it applies), with
    the shaper's token bucket (--link-burst-bytes, tools/cluster/shape.sh's), not fitted. The hosts share this machine's cores: each host
@@ -85,18 +87,34 @@ def kolo_sim(args, *flags):
     return rows
 
 
-def scaling_rounds(args, extra):
-    """{(placement, links, ranks): [epoch_s per round]} from run_scaling.py."""
+def scaling_rounds(args, extra, link_settings=(None,)):
+    """{(placement, links, ranks): [epoch_s per round]} from run_scaling.py: per round and
+    link setting, np 1, 2 and 4, then np 1 again, under the key ranks "1 after". The
+    round's one-device input is the mean of its two np 1 runs (np1_input), which bracket
+    the runs it predicts: this machine's np 1 drifts by up to 40 % within minutes."""
     measured = {}
     for _ in range(args.rounds):
-        with tempfile.TemporaryDirectory() as out:
-            run([sys.executable, os.path.join(ROOT, "bench", "scaling", "run_scaling.py"), "--images", str(args.images),
-                 "--batch", str(args.batch), "--epochs", "3", "--build", args.build, "--out", out, *extra], 1800)
-            with open(os.path.join(out, "scaling.csv")) as f:
-                for row in csv.DictReader(f):
-                    key = (row["placement"], row["links"], int(row["ranks"]))
-                    measured.setdefault(key, []).append(float(row["epoch_s"]))
+        for links in link_settings:
+            shaped = ["--links", links] if links else []
+            for ranks, label in (("1,2,4", None), ("1", "1 after")):
+                with tempfile.TemporaryDirectory() as out:
+                    run([sys.executable, os.path.join(ROOT, "bench", "scaling", "run_scaling.py"), "--images",
+                         str(args.images), "--batch", str(args.batch), "--epochs", "3", "--build", args.build, "--out",
+                         out, "--ranks", ranks, *shaped, *extra], 1800)
+                    with open(os.path.join(out, "scaling.csv")) as f:
+                        for row in csv.DictReader(f):
+                            key = (row["placement"], row["links"], label or int(row["ranks"]))
+                            measured.setdefault(key, []).append(float(row["epoch_s"]))
     return measured
+
+
+def np1_input(measured, placement, links):
+    """Per round: the mean of the np 1 runs before and after the round's np 2 and np 4."""
+    return [(a + b) / 2 for a, b in zip(measured[(placement, links, 1)], measured[(placement, links, "1 after")])]
+
+
+def np1_cells(measured, placement, links):
+    return [f"{a:.3f} / {b:.3f}" for a, b in zip(measured[(placement, links, 1)], measured[(placement, links, "1 after")])]
 
 
 def band(times):
@@ -121,8 +139,8 @@ def row(label, times, predictions, points, rounds):
 
 def rounds_table(rounds, count):
     """Each round of each row: measured → predicted (error), and the np 1 input."""
-    lines = ["Each round, measured epoch (s) → predicted (error); the np 1 rows are the one-device input of the "
-             "rows below them:", "",
+    lines = ["Each round, measured epoch (s) → predicted (error); the np 1 rows, run before and after the round's "
+             "np 2 and np 4, give the one-device input (their mean) of the rows below them:", "",
              "| run | " + " | ".join(f"round {i + 1}" for i in range(count)) + " |",
              "|---|" + "---|" * count]
     return lines + [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rounds]
@@ -278,17 +296,17 @@ def main():
             out.append((images / rows[ranks][1], (one / (ranks * p90), one / (ranks * p10))))
         return out
 
-    measured = scaling_rounds(args, ["--ranks", "1,2,4"])
-    local_np1 = measured[("local", "-", 1)]
+    measured = scaling_rounds(args, [])
+    local_np1 = np1_input(measured, "local", "-")
     lines = [f"Calibration: {calibration.strip().splitlines()[1]}; np 1 compute {1e3 / calibrated_rate:.4f} ms per "
              f"image in the calibration's run, {1e3 * statistics.median(local_np1) / images:.4f} ms in the local "
-             "rounds' np 1 runs. Each round's prediction takes that round's np 1 epoch as kolo-sim's one-device "
-             "input; the error is the median of the rounds' errors, so it need not be the error of the predicted "
+             "rounds' np 1 runs. Each round's prediction takes that round's np 1 epoch (the mean of its np 1 "
+             "runs before and after its np 2 and np 4) as kolo-sim's one-device input; the error is the median of the rounds' errors, so it need not be the error of the predicted "
              "median against the measured one.", "",
              f"| run | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s), median | "
              "predicted p10–p90 (medians of rounds) | measured inside the round's band | error, median of rounds |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    rounds.append(("local np 1", [f"{t:.3f}" for t in local_np1]))
+    rounds.append(("local np 1, before / after", np1_cells(measured, "local", "-")))
     for ranks in (2, 4):
         lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)],
                          per_round(local_np1, ranks, "--hardware", "this_machine"), points, rounds))
@@ -298,11 +316,10 @@ def main():
             hardware, fit = netns_hardware(args, cluster, os.path.join(HERE, "hardware", "this_machine.json"))
         lines[0] += (f" Between the namespace hosts (np 2, unshaped): latency {fit['latency_us']:.3g} us, "
                      f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s.")
-        netns = scaling_rounds(args, ["--ranks", "1,2,4", "--placements", "netns", "--hosts", "2",
-                                      "--links", ",".join(links)])
+        netns = scaling_rounds(args, ["--placements", "netns", "--hosts", "2"], links)
         for rate_name in links:
-            np1 = netns[("netns", rate_name, 1)]  # one rank on one host: the same round's baseline
-            rounds.append((f"netns np 1, {rate_name} links", [f"{t:.3f}" for t in np1]))
+            np1 = np1_input(netns, "netns", rate_name)  # one rank on one host: the same round's baseline
+            rounds.append((f"netns np 1, {rate_name} links, before / after", np1_cells(netns, "netns", rate_name)))
             for ranks in (2, 4):
                 sim = per_round(np1, ranks, "--hardware", hardware, "--gpus-per-node", ranks // 2,
                                 *shaped_flags(rate_name))
