@@ -9,7 +9,8 @@
 2. Compute: bench/scaling's run of the MNIST net at np 1 (examples/mnist, --images per
    epoch, batch 64, the median of 3 runs) gives the training time per image on one rank.
 3. Communication beside compute: kolo-sim-probe --under-compute at np 2 measures how many
-   times longer an allreduce takes while the ranks compute on every core; far above 1
+   times longer an allreduce takes while the ranks compute on every core (the median of
+   3 runs: one run once read 2 where all others read 100-200); far above 1
    (the collective's CPU work waits for the compute), the file says
    "comm_overlaps_compute": false.
 4. Variation between ranks: sim/validation/measure_variation.py at np 1 and 2, 5 runs each
@@ -73,14 +74,19 @@ def fit(build, samples):
     return json.loads(done.stdout)
 
 
-def comm_slowdown_under_compute(build):
+def comm_slowdown_under_compute(build, runs=3):
+    """The median of `runs` probes: the figure decides whether communication overlaps
+    compute, and one probe read 2 where every other read 100-200."""
     command = [os.path.join(build, "launcher", "kolorun"), "-np", "2", os.path.join(build, "sim", "kolo-sim-probe"),
                "--under-compute"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    m = re.search(r"comm_slowdown,([\d.]+)", TAG.sub("", done.stdout))
-    if done.returncode != 0 or not m:
-        sys.exit(f"calibrate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")
-    return float(m.group(1))
+    slowdowns = []
+    for _ in range(runs):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        m = re.search(r"comm_slowdown,([\d.]+)", TAG.sub("", done.stdout))
+        if done.returncode != 0 or not m:
+            sys.exit(f"calibrate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")
+        slowdowns.append(float(m.group(1)))
+    return statistics.median(slowdowns), slowdowns
 
 
 def variation(build):
@@ -126,7 +132,7 @@ def main():
     link = fit(args.build, np2)
     np4 = probe(args.build, 4)
     seconds_per_image = compute_per_image(args.build, args.images)
-    slowdown = comm_slowdown_under_compute(args.build)
+    slowdown, slowdowns = comm_slowdown_under_compute(args.build)
     jitters, pair_ratios = variation(args.build)
     busy = max(1.0, statistics.median(pair_ratios))  # a rank computing beside others is not faster
     cores = os.cpu_count() or 1
@@ -160,8 +166,10 @@ def main():
             "inter_node.achieved_fraction": "1: measured figures (below), not a line rate",
             "collectives": "kolo's CPU path: ops/mpi_backend.cc over Open MPI 4.1 (its own ring from 64 KiB a rank, "
                            "MPI_Allreduce below)",
-            "comm_overlaps_compute": f"sim/calibrate.py {today}: kolo-sim-probe --under-compute at np 2: a 1 MiB allreduce "
-                                     f"takes {slowdown:.0f} times longer while the ranks compute on every core",
+            "comm_overlaps_compute": f"sim/calibrate.py {today}: kolo-sim-probe --under-compute at np 2, the median of "
+                                     f"{len(slowdowns)} runs: a 1 MiB allreduce takes {slowdown:.0f} times longer while "
+                                     "the ranks compute on every core (runs: "
+                                     + ", ".join(f"{x:.0f}" for x in slowdowns) + ")",
             "compute_slowdown_when_busy": f"sim/calibrate.py {today}: sim/validation/measure_variation.py --ranks 1,2 "
                                           f"--repeats {REPEATS} (interleaved), the median over repeats of a rank's median compute "
                                           "per step at np 2 over np 1 in the same repeat: "
