@@ -16,7 +16,7 @@
 //   mpirun -np 2 build/bench/allreduce/shared_update_benchmark [--reps N] [--elements N]
 //
 // Before timing, one step of each design from the same state must give the same
-// parameters on every rank (to float rounding); the run fails otherwise.
+// parameters (within 1e-5 relative, on every rank); the run fails otherwise.
 #include <mpi.h>
 
 #include <cmath>
@@ -54,7 +54,8 @@ void sgd_on_average(float* __restrict p, const std::vector<const float*>& grads,
   }
 }
 
-// Every rank's gradients, and rank 0's copy of the parameters, in one shared window.
+// Every rank's gradients, and rank 0's copy of the parameters, in one shared window, held
+// in a passive-target epoch for its whole life (MPI_Win_sync needs one).
 struct NodeShared {
   MPI_Win window = MPI_WIN_NULL;
   float* params = nullptr;
@@ -72,8 +73,14 @@ struct NodeShared {
       if (r == 0) params = base;
       grads.push_back(r == 0 ? base + n : base);
     }
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, window);
   }
-  ~NodeShared() { MPI_Win_free(&window); }
+  ~NodeShared() {
+    MPI_Win_unlock_all(window);
+    MPI_Win_free(&window);
+  }
+  NodeShared(const NodeShared&) = delete;
+  NodeShared& operator=(const NodeShared&) = delete;
   // After every rank's writes to the window, before any rank reads what another wrote.
   void barrier() const {
     MPI_Win_sync(window);
