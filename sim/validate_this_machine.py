@@ -90,7 +90,7 @@ def kolo_sim(args, *flags):
 def scaling_rounds(args, extra, link_settings=(None,)):
     """{(placement, links, ranks): [epoch_s per round]} from run_scaling.py: per round and
     link setting, np 1, 2 and 4, then np 1 again, under the key ranks "1 after". The
-    round's one-device input is the mean of its two np 1 runs (np1_input), which bracket
+    round's one-device input is the mean of its two np 1 runs (np1_of), which bracket
     the runs it predicts: this machine's np 1 drifts by up to 40 % within minutes."""
     measured = {}
     for _ in range(args.rounds):
@@ -108,13 +108,11 @@ def scaling_rounds(args, extra, link_settings=(None,)):
     return measured
 
 
-def np1_input(measured, placement, links):
-    """Per round: the mean of the np 1 runs before and after the round's np 2 and np 4."""
-    return [(a + b) / 2 for a, b in zip(measured[(placement, links, 1)], measured[(placement, links, "1 after")])]
-
-
-def np1_cells(measured, placement, links):
-    return [f"{a:.3f} / {b:.3f}" for a, b in zip(measured[(placement, links, 1)], measured[(placement, links, "1 after")])]
+def np1_of(measured, placement, links):
+    """Per round, the one-device input (the mean of the np 1 runs before and after the
+    round's np 2 and np 4), and the per-round table's cells ("before / after")."""
+    runs = list(zip(measured[(placement, links, 1)], measured[(placement, links, "1 after")]))
+    return [(before + after) / 2 for before, after in runs], [f"{a:.3f} / {b:.3f}" for a, b in runs]
 
 
 def band(times):
@@ -297,7 +295,7 @@ def main():
         return out
 
     measured = scaling_rounds(args, [])
-    local_np1 = np1_input(measured, "local", "-")
+    local_np1, local_np1_cells = np1_of(measured, "local", "-")
     lines = [f"Calibration: {calibration.strip().splitlines()[1]}; np 1 compute {1e3 / calibrated_rate:.4f} ms per "
              f"image in the calibration's run, {1e3 * statistics.median(local_np1) / images:.4f} ms in the local "
              "rounds' np 1 runs. Each round's prediction takes that round's np 1 epoch (the mean of its np 1 "
@@ -306,7 +304,7 @@ def main():
              f"| run | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s), median | "
              "predicted p10–p90 (medians of rounds) | measured inside the round's band | error, median of rounds |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    rounds.append(("local np 1, before / after", np1_cells(measured, "local", "-")))
+    rounds.append(("local np 1, before / after", local_np1_cells))
     for ranks in (2, 4):
         lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)],
                          per_round(local_np1, ranks, "--hardware", "this_machine"), points, rounds))
@@ -318,8 +316,8 @@ def main():
                      f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s.")
         netns = scaling_rounds(args, ["--placements", "netns", "--hosts", "2"], links)
         for rate_name in links:
-            np1 = np1_input(netns, "netns", rate_name)  # one rank on one host: the same round's baseline
-            rounds.append((f"netns np 1, {rate_name} links, before / after", np1_cells(netns, "netns", rate_name)))
+            np1, cells = np1_of(netns, "netns", rate_name)  # one rank on one host: the round's baseline
+            rounds.append((f"netns np 1, {rate_name} links, before / after", cells))
             for ranks in (2, 4):
                 sim = per_round(np1, ranks, "--hardware", hardware, "--gpus-per-node", ranks // 2,
                                 *shaped_flags(rate_name))
