@@ -112,6 +112,16 @@ Tensor Tensor::from(std::vector<int64_t> shape, const std::vector<float>& values
   return t;
 }
 
+Tensor Tensor::adopt(std::vector<int64_t> shape, std::shared_ptr<float> storage) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.numel_ = count_of(t.shape_);
+  if (t.numel_ > 0 && storage == nullptr) throw Error(StatusCode::InvalidArgument, "kolo: Tensor::adopt of no memory");
+  t.storage_ = std::move(storage);
+  t.data_ = t.storage_.get();
+  return t;
+}
+
 Tensor Tensor::clone() const {
   Tensor t = uninitialized(shape_, device_);
   t.copy_from(*this);

@@ -33,6 +33,9 @@ Rows of the table:
   sync only          kolo's np 2 with --sync-only: no gradient is averaged, the ranks allreduce
                      one float per step instead. Each step still waits for the slower rank: the
                      ceiling of any synchronous data-parallel training here.
+  kolo, node-shared  kolo's np 2 with --node-shared (DistributedOptions::node_shared_update):
+                     one copy of the parameters in memory the ranks share; each rank averages
+                     and updates 1/2 of them, no allreduce. Its np 1 is the kolo row's.
   PyTorch alone      the same script with --no-kolo (plain PyTorch, one process, no kolo):
                      at np 1 the baseline of kolo.torch's overhead, printed under the table
                      (median over rounds of 1 - kolo.torch's np 1 / this np 1); its np 2 is
@@ -74,7 +77,7 @@ ITER_LINE = re.compile(r"^Iter #\d+: ([\d.]+) img/sec per rank$", re.M)
 CPU_LINE = re.compile(r"^CPU time per image on rank 0: ([\d.]+) ms$", re.M)
 YIELD = ["--mca", "mpi_yield_when_idle", "1"]
 ROWS = ["kolo", "kolo, MPI spins", "kolo.torch", "kolo.torch, MPI spins", "horovod.torch", "horovod.torch, MPI spins",
-        "DDP", "no communication", "sync only", "PyTorch alone"]
+        "DDP", "no communication", "sync only", "kolo, node-shared", "PyTorch alone"]
 TORCH_ROWS = ["kolo.torch", "kolo.torch, MPI spins", "PyTorch alone"]  # need the build's Python package
 HOROVOD_ROWS = ["horovod.torch", "horovod.torch, MPI spins"]  # need --horovod
 
@@ -119,7 +122,7 @@ def parse_args(argv=None):
     unknown = [r for r in a.rows if r not in ROWS]
     if unknown:
         p.error(f"--rows {'; '.join(repr(r) for r in unknown)}: not a row; the rows: {'; '.join(repr(r) for r in ROWS)}")
-    for shares in ("no communication", "sync only"):
+    for shares in ("no communication", "sync only", "kolo, node-shared"):
         if shares in a.rows and "kolo" not in a.rows:
             p.error(f"--rows: '{shares}' shares kolo's np 1 run, so it needs 'kolo'")
     return a
@@ -156,6 +159,7 @@ def variants(a, args):
              Variant("DDP", ddp(1), ddp(2)),
              Variant("no communication", kolo(1, YIELD), kolo(1, YIELD), copies=2, np1_from="kolo"),
              Variant("sync only", kolo(1, YIELD), kolo(2, YIELD, ["--sync-only"]), np1_from="kolo"),
+             Variant("kolo, node-shared", kolo(1, YIELD), kolo(2, YIELD, ["--node-shared"]), np1_from="kolo"),
              Variant("PyTorch alone", plain, plain, copies=2, env=python_path)]
     if a.horovod:
         horovod = ["/usr/bin/python3", horovod_script(), *args]
@@ -274,6 +278,8 @@ TARGETS = [
     ("plain mpirun's efficiency / DDP's", "kolo, MPI spins", "DDP", "efficiency", 1.0, None),
     ("efficiency / the machine's ceiling", "kolo, MPI spins", "no communication", "efficiency", 0.97, "resnet18"),
     ("efficiency (yield) / the machine's ceiling", "kolo", "no communication", "efficiency", 0.97, "resnet18"),
+    ("node-shared update's efficiency / the machine's ceiling", "kolo, node-shared", "no communication", "efficiency",
+     0.97, "resnet18"),
     ("kolo.torch / horovod.torch, np 1 img/s", "kolo.torch", "horovod.torch", "np1", 1.0, None),
     ("kolo.torch / horovod.torch, np 2 img/s", "kolo.torch", "horovod.torch", "np2", 1.0, None),
     ("kolo.torch / horovod.torch, plain mpirun, np 1 img/s", "kolo.torch, MPI spins", "horovod.torch, MPI spins",
@@ -285,6 +291,7 @@ TARGETS = [
     ("synchronizing alone (sync only) / the machine's ceiling", "sync only", "no communication", "efficiency", None,
      None),
     ("kolo (yield) / sync only", "kolo", "sync only", "efficiency", None, None),
+    ("kolo, node-shared / sync only", "kolo, node-shared", "sync only", "efficiency", None, None),
 ]
 
 

@@ -39,6 +39,7 @@ struct BenchmarkFlags {
   int64_t warmup_batches = 10, batches_per_iter = 10, iters = 10;
   bool fp16_allreduce = false;
   bool sync_only = false;
+  bool node_shared = false;
   int threads = 0;
   uint64_t seed = 1;
 };
@@ -59,6 +60,9 @@ void add_flags(CLI::App& app, BenchmarkFlags& f) {
   app.add_flag("--sync-only", f.sync_only,
                "diagnostic: no gradient is averaged; the ranks allreduce one float per step instead, so they "
                "stay in step and no gradient byte moves (what synchronizing alone costs)");
+  app.add_flag("--node-shared", f.node_shared,
+               "average and update through memory the node's ranks share (DistributedOptions::node_shared_update) "
+               "instead of an allreduce");
   app.add_option("--threads", f.threads, "compute threads per rank (default: cores / ranks on this machine)")
       ->check(kPositive);
   app.add_option("--seed", f.seed, "initial weights and the random batch")->capture_default_str();
@@ -110,6 +114,9 @@ int benchmark(int argc, char** argv) {
     if (f.sync_only && f.fp16_allreduce)
       throw kolo::Error(kolo::StatusCode::InvalidArgument,
                         "--sync-only averages no gradient, so --fp16-allreduce would compress nothing: give one of them");
+    if (f.sync_only && f.node_shared)
+      throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                        "--sync-only averages no gradient, so --node-shared would share nothing: give one of them");
     if (mnist && f.image_size != 28) {
       throw kolo::Error(kolo::StatusCode::InvalidArgument,
                         "--image-size " + std::to_string(f.image_size) + ": mnist_convnet takes 28x28 images only");
@@ -126,7 +133,8 @@ int benchmark(int argc, char** argv) {
   if (!f.sync_only) {
     optimizer.emplace(sgd, *net,
                       models::DistributedOptions{.compression = f.fp16_allreduce ? models::Compression::FP16
-                                                                                 : models::Compression::None});
+                                                                                 : models::Compression::None,
+                                                 .node_shared_update = f.node_shared});
   }
   models::broadcast_parameters(*net, 0);
   models::broadcast_optimizer_state(sgd, 0);
@@ -148,11 +156,11 @@ int benchmark(int argc, char** argv) {
 
   log("Model: " + f.model);
   log("Batch size: " + std::to_string(f.batch_size));
-  std::snprintf(line, sizeof line, "Number of ranks: %d (%s each), images %lldx%lldx%lld, %lld classes%s%s",
+  std::snprintf(line, sizeof line, "Number of ranks: %d (%s each), images %lldx%lldx%lld, %lld classes%s%s%s",
                 kolo::size(), count_of(models::num_threads(), "thread").c_str(), static_cast<long long>(mnist ? 1 : 3),
                 static_cast<long long>(f.image_size), static_cast<long long>(f.image_size),
                 static_cast<long long>(f.classes), f.fp16_allreduce ? ", fp16 allreduce" : "",
-                f.sync_only ? ", sync only (no gradient averaged)" : "");
+                f.sync_only ? ", sync only (no gradient averaged)" : "", f.node_shared ? ", node-shared update" : "");
   log(line);
   log("Running warmup...");
   for (int64_t i = 0; i < f.warmup_batches; ++i) step();

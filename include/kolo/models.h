@@ -43,6 +43,9 @@ class Tensor {
   static Tensor uninitialized(std::vector<int64_t> shape, Device device = Device::cpu());
   static Tensor full(std::vector<int64_t> shape, float value, Device device = Device::cpu());
   static Tensor from(std::vector<int64_t> shape, const std::vector<float>& values);  // on the CPU
+  // A CPU tensor over memory kolo did not allocate (a segment the node's ranks share):
+  // data is storage.get(), and storage's owner keeps it alive while any copy exists.
+  static Tensor adopt(std::vector<int64_t> shape, std::shared_ptr<float> storage);
 
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t dim(int i) const { return shape_.at(static_cast<std::size_t>(i < 0 ? i + ndim() : i)); }

@@ -12,10 +12,12 @@
 //   Adasum:  each rank steps on its own gradients, and the ranks' parameter changes are
 //            combined with Adasum (on one rank: the plain step).
 #include <cmath>
+#include <cstdio>
 #include <unordered_map>
 
 #include "kolo/models.h"
 #include "models/distributed/handles.h"
+#include "models/distributed/node_shared.h"
 #include "models/kernels.h"
 
 namespace kolo::models {
@@ -59,6 +61,8 @@ struct DistributedOptimizer::Impl {
   std::unordered_map<const Parameter*, std::size_t> index;
   int pass = 0;               // passes already accumulated into this step
   bool synchronized = false;  // synchronize() has run for this step
+  // Set when options.node_shared_update serves this job: then nothing is submitted.
+  std::unique_ptr<distributed_detail::NodeSharedUpdate> shared;
 
   AllreduceOptions reduce_options() const {
     const double f = options.gradient_predivide_factor;  // 1 unless op Average
@@ -87,7 +91,7 @@ struct DistributedOptimizer::Impl {
               "' was produced twice in one pass; call step() after each backward pass (with "
               "backward_passes_per_step > 1, every step() call counts one pass)");
     s.announced = true;
-    if (pass + 1 == options.backward_passes_per_step && !combines_changes()) submit(s);
+    if (pass + 1 == options.backward_passes_per_step && !combines_changes() && !shared) submit(s);
   }
 
   // Submits what is missing and waits for everything.
@@ -158,6 +162,13 @@ DistributedOptimizer::DistributedOptimizer(Optimizer& optimizer, Module& net, co
     impl_->index.emplace(p, impl_->slots.size());
     impl_->slots.emplace_back(p);
   }
+  if (options.node_shared_update && size() > 1) {
+    std::string why;
+    impl_->shared = distributed_detail::NodeSharedUpdate::create(optimizer, options, &why);
+    if (!impl_->shared && !why.empty())
+      std::fprintf(stderr, "kolo: rank %d: DistributedOptimizer: node_shared_update ignored: %s; averaging by allreduce\n",
+                   rank(), why.c_str());
+  }
   Impl* impl = impl_.get();
   net.set_grad_ready_hook([impl](Parameter& p) { impl->on_grad_ready(p); });
 }
@@ -178,6 +189,12 @@ bool DistributedOptimizer::step() {
     d.end_pass();
     return false;
   }
+  if (d.shared) {
+    const bool averaged = d.synchronized;
+    d.end_step();
+    d.shared->step(averaged);
+    return true;
+  }
   synchronize();
   d.end_step();  // before the update: an optimizer that throws must not leave this step open
   if (d.combines_changes()) d.step_combining_changes(optimizer_);
@@ -188,6 +205,11 @@ bool DistributedOptimizer::step() {
 void DistributedOptimizer::synchronize() {
   Impl& d = *impl_;
   if (d.synchronized) return;
+  if (d.shared) {
+    d.shared->average_everywhere();
+    d.synchronized = true;
+    return;
+  }
   const Status status = d.finish();
   if (!status.ok()) {
     d.end_step();

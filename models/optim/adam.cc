@@ -37,7 +37,7 @@ void Adam::step() {
   const double t = static_cast<double>(steps_);
   const double bias_correction1 = 1 - std::pow(options_.beta1, t);
   const double bias_correction2 = 1 - std::pow(options_.beta2, t);
-  kernels(device).adam_step(update_tensors(params_, m_, v_),
+  kernels(device).adam_step(update_tensors(params_, m_, v_, update_begin_, update_end_),
                             {.neg_step_size = static_cast<float>(-(lr_ / bias_correction1)),
                              .bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2)),
                              .beta1 = static_cast<float>(options_.beta1),

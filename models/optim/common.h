@@ -46,9 +46,10 @@ void follow_parameters(std::vector<Tensor>& buffers, const std::vector<Parameter
 Device parameters_device(const std::vector<Parameter*>& params, const std::string& optimizer);
 
 // What a Kernels optimizer step gets: each parameter's value and gradient, with its
-// buffers from `state1` and `state2` (null where a vector is empty: SGD without momentum).
+// buffers from `state1` and `state2` (null where a vector is empty: SGD without momentum),
+// cut to elements [begin, end) of the parameters taken end to end (Optimizer::set_update_range).
 std::vector<Kernels::UpdateTensors> update_tensors(const std::vector<Parameter*>& params, std::vector<Tensor>& state1,
-                                                   std::vector<Tensor>& state2);
+                                                   std::vector<Tensor>& state2, int64_t begin, int64_t end);
 
 // The scalar `name`, or `fallback` if the state does not have it.
 double scalar_or(const OptimizerState& state, const std::string& name, double fallback);

@@ -1,5 +1,6 @@
 // What every optimizer shares: zero_grad, and saving/loading per-parameter buffers by name
 // (models/optim/common.h).
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -10,6 +11,14 @@ namespace kolo::models {
 
 void Optimizer::zero_grad() {
   for (Parameter* p : params_) p->grad.fill(0.0f);
+}
+
+void Optimizer::set_update_range(int64_t begin, int64_t end) {
+  if (begin < 0 || end < begin)
+    throw Error(StatusCode::InvalidArgument, "kolo: " + name() + ": update range [" + std::to_string(begin) + ", " +
+                                                 std::to_string(end) + ") is not a range");
+  update_begin_ = begin;
+  update_end_ = end;
 }
 
 namespace optim_detail {
@@ -71,11 +80,18 @@ Device parameters_device(const std::vector<Parameter*>& params, const std::strin
 }
 
 std::vector<Kernels::UpdateTensors> update_tensors(const std::vector<Parameter*>& params, std::vector<Tensor>& state1,
-                                                   std::vector<Tensor>& state2) {
+                                                   std::vector<Tensor>& state2, int64_t begin, int64_t end) {
   std::vector<Kernels::UpdateTensors> tensors;
-  for (std::size_t i = 0; i < params.size(); ++i)
-    tensors.push_back({params[i]->value.data(), params[i]->grad.data(), state1.empty() ? nullptr : state1[i].data(),
-                       state2.empty() ? nullptr : state2[i].data(), params[i]->value.numel()});
+  int64_t start = 0;  // of params[i] among the parameters taken end to end
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const int64_t n = params[i]->value.numel();
+    const int64_t from = std::max(begin - start, int64_t{0}), to = std::min(end - start, n);
+    start += n;
+    if (from >= to) continue;
+    const auto at = [from](float* data) { return data == nullptr ? nullptr : data + from; };
+    tensors.push_back({at(params[i]->value.data()), params[i]->grad.data() + from, at(state1.empty() ? nullptr : state1[i].data()),
+                       at(state2.empty() ? nullptr : state2[i].data()), to - from});
+  }
   return tensors;
 }
 

@@ -32,7 +32,7 @@ void SGD::step() {
   follow_parameters(momentum_, params_);
 
   std::vector<Tensor> no_second_buffer;
-  kernels(device).sgd_step(update_tensors(params_, momentum_, no_second_buffer),
+  kernels(device).sgd_step(update_tensors(params_, momentum_, no_second_buffer, update_begin_, update_end_),
                            {.neg_lr = static_cast<float>(-lr_),
                             .momentum = static_cast<float>(options_.momentum),
                             .weight_decay = static_cast<float>(options_.weight_decay),

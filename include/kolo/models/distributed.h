@@ -47,7 +47,17 @@ struct DistributedOptions {
   Compression compression = Compression::None;
   // Prefix of the runtime's tensor names ("<prefix><parameter name>"): two optimizers in
   // one program need different prefixes.
-  std::string name_prefix = "grad/";
+  std::string name_prefix = "grad/";  // The node's ranks keep one copy of the parameters and of the optimizer's state in shared
+  // memory, and each rank's gradients there too; after backward each rank averages 1/p of
+  // the gradients where the others wrote them and updates that 1/p of the parameters (no
+  // allreduce: docs/distributed.md, "Node-shared update"). On a CPU-bound node this takes
+  // about what a one-rank job's update does; the allreduce and a full update take about
+  // twice that. Makes the constructor a collective; the parameters become local rank 0's
+  // values. After step() only this rank's share of its gradients holds the average
+  // (synchronize() puts it in all of them). Ignored, with a message on stderr, where it
+  // cannot serve: more than one node, GPU parameters, op Adasum, compression, an optimizer
+  // other than SGD, Adam and Adadelta, or too little shared memory (/dev/shm).
+  bool node_shared_update = false;
 };
 
 // Wraps an optimizer over (a subset of) net's parameters. Installs the net's grad-ready

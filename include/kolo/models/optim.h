@@ -43,9 +43,23 @@ class Optimizer {
   virtual void load_state(const OptimizerState& state) = 0;
   virtual std::string name() const = 0;
 
+  // ---- For a wrapper that splits the update among processes sharing one copy of the
+  // parameters (DistributedOptimizer's node_shared_update) --------------------------------
+  // Whether step() honours set_update_range and state_buffers() lists all the state.
+  virtual bool can_update_a_range() const { return false; }
+  // step() then updates only elements [begin, end) of the parameters taken end to end in
+  // parameters() order (every element by default); the update is element-wise, so the
+  // elements it does update come out as a full step would leave them.
+  void set_update_range(int64_t begin, int64_t end);
+  // The per-parameter state, one vector per kind (SGD: momentum; Adam: exp_avg and
+  // exp_avg_sq), each empty before the first step, then parallel to parameters(). The
+  // wrapper may point these tensors at shared memory; load_state replaces them.
+  virtual std::vector<std::vector<Tensor>*> state_buffers() { return {}; }
+
  protected:
   std::vector<Parameter*> params_;
   double lr_ = 0;
+  int64_t update_begin_ = 0, update_end_ = INT64_MAX;  // set_update_range's
 };
 
 struct SgdOptions {
@@ -59,6 +73,8 @@ class SGD : public Optimizer {
   OptimizerState state() const override;
   void load_state(const OptimizerState& state) override;
   std::string name() const override { return "sgd"; }
+  bool can_update_a_range() const override { return true; }
+  std::vector<std::vector<Tensor>*> state_buffers() override { return options_.momentum != 0 ? std::vector<std::vector<Tensor>*>{&momentum_} : std::vector<std::vector<Tensor>*>{}; }
 
  private:
   SgdOptions options_;
@@ -75,6 +91,8 @@ class Adam : public Optimizer {
   OptimizerState state() const override;
   void load_state(const OptimizerState& state) override;
   std::string name() const override { return "adam"; }
+  bool can_update_a_range() const override { return true; }
+  std::vector<std::vector<Tensor>*> state_buffers() override { return {&m_, &v_}; }
 
  private:
   AdamOptions options_;
@@ -92,6 +110,8 @@ class Adadelta : public Optimizer {
   OptimizerState state() const override;
   void load_state(const OptimizerState& state) override;
   std::string name() const override { return "adadelta"; }
+  bool can_update_a_range() const override { return true; }
+  std::vector<std::vector<Tensor>*> state_buffers() override { return {&square_avg_, &acc_delta_}; }
 
  private:
   AdadeltaOptions options_;

@@ -1,0 +1,280 @@
+#include "models/distributed/node_shared.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "models/distributed/agreement.h"
+
+namespace kolo::models::distributed_detail {
+namespace {
+
+constexpr int64_t kAlign = 16;  // floats: each parameter starts on a cache line
+
+int64_t aligned(int64_t floats) { return (floats + kAlign - 1) / kAlign * kAlign; }
+
+// What this rank can tell alone: empty if the mode can serve it.
+std::string reason_not_to_share(Optimizer& optimizer, const DistributedOptions& options) {
+  if (local_size() != size())
+    return "the job spans " + std::to_string(size() / std::max(local_size(), 1)) +
+           " or more nodes (it shares memory within one node only)";
+  if (options.op != ReduceOp::Average && options.op != ReduceOp::Sum)
+    return std::string("op ") + op_name(options.op) + " (it averages or sums only)";
+  if (options.compression != Compression::None) return "float16 compression (nothing travels to compress)";
+  if (!optimizer.can_update_a_range()) return "optimizer " + optimizer.name() + " cannot update a range of its parameters";
+  for (const Parameter* p : optimizer.parameters())
+    if (!p->value.device().is_cpu() || !p->grad.device().is_cpu())
+      return "parameter " + p->name + " is on a GPU (it shares host memory only)";
+  return "";
+}
+
+// Whether `ok` holds on every rank (a collective). Where not, *why is what this rank
+// should print: rank 0's reason or the ranks that failed on rank 0; another rank's own
+// reason where rank 0 had none; empty otherwise.
+bool on_every_rank(bool ok, const std::string& reason, const std::string& name, std::string* why) {
+  std::vector<int64_t> mine{ok ? 1 : 0};
+  const Handle h = allgather_async(name, view(mine));
+  const Status s = h.wait();
+  if (!s.ok()) throw Error(s.code(), "kolo: DistributedOptimizer: " + name + ": " + s.message());
+  const auto* all = static_cast<const int64_t*>(h.output().data);
+  std::vector<int> failed;
+  for (int r = 0; r < size(); ++r)
+    if (all[r] == 0) failed.push_back(r);
+  if (failed.empty()) return true;
+  // Rank 0 speaks for all; another rank only where its reason is not rank 0's.
+  if (rank() == 0) *why = ok ? "rank " + rank_list(failed) + " could not (see its message)" : reason;
+  else if (!ok && all[0] == 1) *why = reason;
+  return false;
+}
+
+// POSIX shared memory of `bytes`, mapped; created (and its pages reserved, so that a full
+// /dev/shm fails here rather than with SIGBUS later) or opened by name.
+std::shared_ptr<float> map_segment(const std::string& name, std::size_t bytes, bool create, std::string* error) {
+  const int fd = create ? shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) {
+    *error = "shm_open(" + name + "): " + std::strerror(errno);
+    return nullptr;
+  }
+  if (create) {
+    const int e = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (e != 0) {
+      *error = "reserving " + std::to_string(bytes >> 20) + " MiB of shared memory (/dev/shm): " + std::strerror(e);
+      close(fd);
+      return nullptr;
+    }
+  }
+  void* address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int e = errno;
+  close(fd);
+  if (address == MAP_FAILED) {
+    *error = "mmap of " + name + ": " + std::strerror(e);
+    return nullptr;
+  }
+  return std::shared_ptr<float>(static_cast<float*>(address), [bytes](float* p) { munmap(p, bytes); });
+}
+
+}  // namespace
+
+NodeSharedUpdate::NodeSharedUpdate(Optimizer& optimizer, const DistributedOptions& options)
+    : optimizer_(optimizer), options_(options), params_(optimizer.parameters()), ranks_(size()), rank_(rank()) {
+  int64_t total = 0;
+  for (const Parameter* p : params_) {
+    offset_.push_back(region_);
+    start_.push_back(total);
+    region_ += aligned(p->value.numel());
+    total += p->value.numel();
+  }
+  state_kinds_ = optimizer.state_buffers().size();
+  // Shares of the parameters taken end to end, cut at multiples of 16 elements.
+  const auto cut = [&](int r) { return r == ranks_ ? total : total * r / ranks_ / kAlign * kAlign; };
+  share_begin_ = cut(rank_);
+  share_end_ = cut(rank_ + 1);
+}
+
+std::unique_ptr<NodeSharedUpdate> NodeSharedUpdate::create(Optimizer& optimizer, const DistributedOptions& options,
+                                                           std::string* why) {
+  const std::string name = options.name_prefix + "node_shared/";
+  Fingerprint layout;
+  for (const Parameter* p : optimizer.parameters()) {
+    layout.add(p->name);
+    layout.add(p->value.numel());
+  }
+  const std::vector<int> differing = ranks_differing_from_root(layout.value(), 0, name + "layout");
+  if (!differing.empty())
+    throw Error(StatusCode::InvalidArgument, "kolo: DistributedOptimizer: the parameters of rank " + rank_list(differing) +
+                                                 " differ from rank 0's in names or sizes");
+  const std::string reason = reason_not_to_share(optimizer, options);
+  if (!on_every_rank(reason.empty(), reason, name + "can_share", why)) return nullptr;
+
+  std::unique_ptr<NodeSharedUpdate> shared(new NodeSharedUpdate(optimizer, options));
+  NodeSharedUpdate& s = *shared;
+  const std::size_t bytes = static_cast<std::size_t>(s.region_) * (1 + s.state_kinds_ + s.ranks_) * sizeof(float);
+  // Rank 0 creates the segment and names it; the others open it; it is unlinked once every
+  // rank has it mapped, so that nothing is left in /dev/shm even if a rank crashes.
+  static std::atomic<int64_t> serial{0};
+  std::vector<int64_t> id{0, getpid(), serial++};
+  std::string error;
+  const auto segment_name = [&] { return "/kolo-" + std::to_string(id[1]) + "-" + std::to_string(id[2]); };
+  if (s.rank_ == 0) {
+    s.segment_ = map_segment(segment_name(), bytes, /*create=*/true, &error);
+    id[0] = s.segment_ != nullptr;
+  }
+  const Status named = broadcast_async(name + "segment", view(id), 0).wait();
+  if (!named.ok()) throw Error(named.code(), "kolo: DistributedOptimizer: " + name + "segment: " + named.message());
+  if (s.rank_ != 0 && id[0] == 1) s.segment_ = map_segment(segment_name(), bytes, /*create=*/false, &error);
+  if (s.rank_ != 0 && id[0] == 0) error = "rank 0 could not make the shared segment";
+  const bool mapped = on_every_rank(s.segment_ != nullptr, error, name + "mapped", why);
+  if (s.rank_ == 0 && id[0] == 1) shm_unlink(segment_name().c_str());
+  if (!mapped) return nullptr;
+
+  // Local rank 0's parameters become everyone's; each rank's gradients move as they are.
+  for (std::size_t i = 0; i < s.params_.size(); ++i) {
+    Parameter& p = *s.params_[i];
+    const auto bytes_of = [&](const Tensor& t) { return static_cast<std::size_t>(t.numel()) * sizeof(float); };
+    if (s.rank_ == 0) std::memcpy(s.param_at(i), p.value.data(), bytes_of(p.value));
+    std::memcpy(s.grad_at(s.rank_, i), p.grad.data(), bytes_of(p.grad));
+  }
+  s.barrier("copy of the parameters");
+  for (std::size_t i = 0; i < s.params_.size(); ++i) {
+    Parameter& p = *s.params_[i];
+    p.value = Tensor::adopt(p.value.shape(), std::shared_ptr<float>(s.segment_, s.param_at(i)));
+    p.grad = Tensor::adopt(p.grad.shape(), std::shared_ptr<float>(s.segment_, s.grad_at(s.rank_, i)));
+  }
+  optimizer.set_update_range(s.share_begin_, s.share_end_);
+  return shared;
+}
+
+NodeSharedUpdate::~NodeSharedUpdate() {
+  optimizer_.set_update_range(0, INT64_MAX);
+  const float* begin = segment_.get();
+  const float* end = begin + region_ * static_cast<int64_t>(1 + state_kinds_ + ranks_);
+  const auto privatise = [&](Tensor& t) {
+    if (t.data() >= begin && t.data() < end) t = t.clone();
+  };
+  for (Parameter* p : params_) {
+    privatise(p->value);
+    privatise(p->grad);
+  }
+  for (std::vector<Tensor>* buffers : optimizer_.state_buffers())
+    for (Tensor& t : *buffers) privatise(t);
+}
+
+std::pair<int64_t, int64_t> NodeSharedUpdate::share_of(std::size_t i) const {
+  const int64_t n = params_[i]->value.numel();
+  return {std::clamp(share_begin_ - start_[i], int64_t{0}, n), std::clamp(share_end_ - start_[i], int64_t{0}, n)};
+}
+
+float* NodeSharedUpdate::param_at(std::size_t i) const { return segment_.get() + offset_[i]; }
+float* NodeSharedUpdate::state_at(std::size_t kind, std::size_t i) const {
+  return segment_.get() + region_ * static_cast<int64_t>(1 + kind) + offset_[i];
+}
+float* NodeSharedUpdate::grad_at(int rank, std::size_t i) const {
+  return segment_.get() + region_ * static_cast<int64_t>(1 + state_kinds_ + rank) + offset_[i];
+}
+
+void NodeSharedUpdate::barrier(const std::string& what) {
+  // The fences order this rank's writes to the segment before its arrival, and the other
+  // ranks' writes before what follows (x86 keeps stores in order anyway).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  float one = 1;
+  const Status s = allreduce_async(options_.name_prefix + "node_shared/" + what, TensorView{&one, DType::Float32, {1}},
+                                   {.op = ReduceOp::Min})
+                       .wait();
+  if (!s.ok()) throw Error(s.code(), "kolo: DistributedOptimizer: waiting for every rank's " + what + ": " + s.message());
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void NodeSharedUpdate::check_in_place() const {
+  if (size() != ranks_)
+    throw Error(StatusCode::InvalidArgument, "kolo: DistributedOptimizer: the job has " + std::to_string(size()) +
+                                                 " ranks, its node-shared memory was made for " + std::to_string(ranks_) +
+                                                 "; make a new DistributedOptimizer");
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (params_[i]->value.data() != param_at(i) || params_[i]->grad.data() != grad_at(rank_, i))
+      throw Error(StatusCode::InvalidArgument,
+                  "kolo: DistributedOptimizer: parameter " + params_[i]->name +
+                      " was replaced or moved since the optimizer was made; with node_shared_update the parameters "
+                      "stay in the node's shared memory: move the net first, then make the DistributedOptimizer");
+}
+
+// Σ over ranks of the gradients (each times 1/f first, for a predivide factor f), then
+// times f/size for an average, dividing where that is exactly 1/size: the runtime's
+// arithmetic (runtime/executor.cc), so that the result is the same bits on every rank and,
+// at two ranks, the same as the allreduce's.
+void NodeSharedUpdate::average_share(bool into_every_rank) {
+  const double f = options_.gradient_predivide_factor;  // 1 unless op Average
+  const float pre = static_cast<float>(1.0 / f), post = static_cast<float>(f / ranks_);
+  constexpr int64_t kBlock = 2048;  // a block of sums stays in L1
+  float sum[kBlock];
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const auto [from, to] = share_of(i);
+    for (int64_t b = from; b < to; b += kBlock) {
+      const int64_t m = std::min(kBlock, to - b);
+      for (int r = 0; r < ranks_; ++r) {
+        const float* g = grad_at(r, i) + b;
+        if (f != 1.0)
+          for (int64_t k = 0; k < m; ++k) sum[k] = (r == 0 ? 0.0f : sum[k]) + g[k] * pre;
+        else if (r == 0) std::memcpy(sum, g, static_cast<std::size_t>(m) * sizeof(float));
+        else
+          for (int64_t k = 0; k < m; ++k) sum[k] += g[k];
+      }
+      if (options_.op == ReduceOp::Average && f == 1.0)
+        for (int64_t k = 0; k < m; ++k) sum[k] /= static_cast<float>(ranks_);
+      else if (options_.op == ReduceOp::Average)
+        for (int64_t k = 0; k < m; ++k) sum[k] *= post;
+      for (int r = 0; r < ranks_; ++r)
+        if (into_every_rank || r == rank_) std::memcpy(grad_at(r, i) + b, sum, static_cast<std::size_t>(m) * sizeof(float));
+    }
+  }
+}
+
+void NodeSharedUpdate::adopt_state() {
+  const std::vector<std::vector<Tensor>*> kinds = optimizer_.state_buffers();
+  if (kinds.size() != state_kinds_)
+    throw Error(StatusCode::Internal, "kolo: DistributedOptimizer: optimizer " + optimizer_.name() + " now has " +
+                                          std::to_string(kinds.size()) + " kinds of state, " +
+                                          std::to_string(state_kinds_) + " when it was wrapped");
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    std::vector<Tensor>& buffers = *kinds[k];
+    if (buffers.empty()) continue;  // no state yet
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const int64_t n = params_[i]->value.numel();
+      const auto [from, to] = share_of(i);
+      float* shared = state_at(k, i);
+      if (buffers[i].data() == shared) continue;
+      // Fresh state (the first step, or load_state): this rank's share is current in it.
+      if (!buffers[i].device().is_cpu() || buffers[i].numel() != n)
+        throw Error(StatusCode::Internal, "kolo: DistributedOptimizer: a state buffer of " + params_[i]->name +
+                                              " is not a host tensor of its parameter's size");
+      if (from < to)
+        std::memcpy(shared + from, buffers[i].data() + from, static_cast<std::size_t>(to - from) * sizeof(float));
+      buffers[i] = Tensor::adopt(params_[i]->value.shape(), std::shared_ptr<float>(segment_, shared));
+    }
+  }
+}
+
+void NodeSharedUpdate::step(bool averaged) {
+  check_in_place();
+  if (!averaged) {
+    barrier("gradients");
+    average_share(/*into_every_rank=*/false);
+  }
+  optimizer_.step();
+  adopt_state();
+  barrier("updated parameters");
+}
+
+void NodeSharedUpdate::average_everywhere() {
+  check_in_place();
+  barrier("gradients");
+  average_share(/*into_every_rank=*/true);
+  barrier("averaged gradients");
+}
+
+}  // namespace kolo::models::distributed_detail
