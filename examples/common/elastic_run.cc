@@ -44,7 +44,8 @@ TrainingResult run_elastic_training(TrainingRun& run, const ElasticParts& parts)
     const bool root = models::is_root();
     std::unique_ptr<models::DataLoader> train = parts.make_train();
     std::unique_ptr<Evaluator> test = parts.make_test();
-    Trainer trainer(run.net, run.optimizer, models::scaled_lr(base_lr(flags)), make_schedule(flags));
+    Trainer trainer(run.net, run.optimizer, models::scaled_lr(base_lr(flags)), make_schedule(flags),
+                    {.node_shared_update = flags.node_shared});
     if (root && state.epoch < flags.epochs)
       std::printf("training on %d ranks from epoch %lld\n", kolo::size(), static_cast<long long>(state.epoch + 1));
     while (state.epoch < flags.epochs) {

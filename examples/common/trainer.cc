@@ -18,8 +18,8 @@ PhaseSeconds& PhaseSeconds::operator+=(const PhaseSeconds& other) {
 }
 
 Trainer::Trainer(models::Net& net, models::Optimizer& optimizer, double scaled_lr,
-                 std::unique_ptr<models::LrSchedule> schedule)
-    : net_(net), optimizer_(optimizer, net), scaled_lr_(scaled_lr), schedule_(std::move(schedule)) {}
+                 std::unique_ptr<models::LrSchedule> schedule, const models::DistributedOptions& options)
+    : net_(net), optimizer_(optimizer, net, options), scaled_lr_(scaled_lr), schedule_(std::move(schedule)) {}
 
 EpochStats Trainer::train_epoch(models::DataLoader& loader, int64_t epoch, ProgressBar& progress) {
   const int64_t batches = loader.batches_per_epoch();

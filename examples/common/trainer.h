@@ -35,7 +35,7 @@ class Trainer {
   // scaled_lr: the rate for the global batch (already multiplied by the ranks); the
   // schedule multiplies it by a factor of the progress in epochs.
   Trainer(models::Net& net, models::Optimizer& optimizer, double scaled_lr,
-          std::unique_ptr<models::LrSchedule> schedule);
+          std::unique_ptr<models::LrSchedule> schedule, const models::DistributedOptions& options = {});
   // Trains on the loader's epoch `epoch` (0-based); the progress bar shows this rank's
   // running loss and accuracy (the caller starts it). Throws kolo::Error if the epoch has no full batch.
   EpochStats train_epoch(models::DataLoader& loader, int64_t epoch, ProgressBar& progress);

@@ -77,6 +77,9 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
       ->check(kPositive);
   app.add_option("--progress", f.progress, "progress bar: auto (when stdout is a terminal), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
+  app.add_flag("--node-shared", f.node_shared,
+               "average and update the gradients through memory the node's ranks share instead of an allreduce "
+               "(one node, CPU: docs/distributed.md, \"Node-shared update\")");
   app.add_flag("--profile", f.profile, "print where the training time went (data, forward, backward, update)");
   app.add_option("--device", f.device, "where to compute: auto (this rank's GPU when one is visible), cpu, cuda, cuda:N")
       ->capture_default_str();

@@ -34,6 +34,7 @@ struct TrainingFlags {
   bool profile = false;
   // common/device.h. The CPU until the GPU path has run on a GPU; then auto.
   std::string device = "cpu";
+  bool node_shared = false;     // DistributedOptions::node_shared_update
 };
 
 void add_training_flags(CLI::App& app, TrainingFlags& flags);

@@ -87,7 +87,8 @@ TrainingResult run_training(TrainingRun& run) {
   fail_together([&] {
     if (root) csv = MetricsCsv(flags.metrics_csv, result.first_epoch);
   });
-  Trainer trainer(run.net, run.optimizer, models::scaled_lr(base_lr(flags)), make_schedule(flags));
+  Trainer trainer(run.net, run.optimizer, models::scaled_lr(base_lr(flags)), make_schedule(flags),
+                  {.node_shared_update = flags.node_shared});
   ProgressBar progress(stdout, root && progress_wanted(flags));
   std::fflush(stdout);
 

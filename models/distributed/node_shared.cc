@@ -182,11 +182,15 @@ void NodeSharedUpdate::barrier(const std::string& what) {
   // The fences order this rank's writes to the segment before its arrival, and the other
   // ranks' writes before what follows (x86 keeps stores in order anyway).
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  float one = 1;
-  const Status s = allreduce_async(options_.name_prefix + "node_shared/" + what, TensorView{&one, DType::Float32, {1}},
+  float here = 1;  // a rank that has joined (kolo::join) counts as 0
+  const Status s = allreduce_async(options_.name_prefix + "node_shared/" + what, TensorView{&here, DType::Float32, {1}},
                                    {.op = ReduceOp::Min})
                        .wait();
   if (!s.ok()) throw Error(s.code(), "kolo: DistributedOptimizer: waiting for every rank's " + what + ": " + s.message());
+  if (here != 1)
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: DistributedOptimizer: a rank has joined (kolo::join) while others step; node_shared_update "
+                "reads every rank's gradients, so every rank must step: use the allreduce (the default) with join");
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

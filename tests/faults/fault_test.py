@@ -3,7 +3,7 @@
 one clear line saying why (runtime/watchdog.h, docs/launcher.md "Failures").
 
     fault_test.py LAUNCHER FAULT --loop EXE --work DIR [--mpirun MPIRUN --mpirun-flags "..."]
-                  [--kolorun EXE] [--mnist EXE] [--netns STATE] [--slurm STATE] [--whole-node]
+                  [--kolorun EXE] [--mnist EXE [--mnist-args "..."]] [--netns STATE] [--slurm STATE] [--whole-node]
                   [--kolo-timeout S]
 
 The job: 3 ranks of fault_loop (or of examples/mnist with --mnist) with
@@ -238,7 +238,7 @@ def ranks_under_way(job, mnist, fault):
 def command(args, env):
     if args.mnist:
         program = [args.mnist, "--epochs", "200", "--threads", "1", "--progress", "off", "--data-dir",
-                   fashion_subset(args.work)]
+                   fashion_subset(args.work)] + shlex.split(args.mnist_args)
     elif args.fault in SLOW_CALLS:
         call, mib = SLOW_CALLS[args.fault]
         program = [args.loop, "--slow", call, "--mib", str(mib)]
@@ -542,6 +542,7 @@ def main():
     parser.add_argument("--mpirun-flags", default="", help="plain mpirun's flags (tests/CMakeLists.txt)")
     parser.add_argument("--kolorun", default="")
     parser.add_argument("--mnist", default="", help="run examples/mnist instead of fault_loop")
+    parser.add_argument("--mnist-args", default="", help="more flags for examples/mnist (one string)")
     parser.add_argument("--netns", default="", help="the namespace hosts' state folder")
     parser.add_argument("--slurm", default="", help="the SLURM cluster's state folder")
     parser.add_argument("--whole-node", action="store_true",
