@@ -2,11 +2,12 @@
 // gradients on the ranks of one node, against what a one-rank job does then:
 //   kolo:        kolo::allreduce_async(Average) of the gradients, then the SGD (momentum)
 //                update of every parameter, on every rank (what DistributedOptimizer does);
-//   node-shared: a candidate design, not in kolo: one copy of the parameters and every
-//                rank's gradients in memory the node's ranks share (MPI_Win_allocate_shared);
-//                each rank averages its 1/p of the gradients and updates that 1/p of the
-//                parameters and of the momentum (kept by that rank), then a barrier, after
-//                which every rank's next forward pass may read them;
+//   node-shared: the design of DistributedOptions::node_shared_update, alone and written
+//                out here (the measurement that led to it): one copy of the parameters and
+//                every rank's gradients in memory the node's ranks share
+//                (MPI_Win_allocate_shared); each rank averages its 1/p of the gradients and
+//                updates that 1/p of the parameters and of the momentum in one loop, then a
+//                barrier, after which every rank's next forward pass may read them;
 //   np 1:        the SGD update of every parameter on one rank's own gradients: the
 //                baseline, measured in the same run (each rank doing it at once, as two
 //                one-rank jobs on the machine would).

@@ -230,6 +230,49 @@ void check_state_round_trip(const Options& options) {
 
 }  // namespace
 
+namespace {
+
+// Steps with update range [begin, end) over the parameters taken end to end (the Problem's
+// 4 + 2 elements): the elements inside equal a full step's, bit for bit, the others keep
+// their values. Two steps, so that momentum-like state created at the first one is used.
+template <typename Opt, typename Options>
+void check_update_range(const Options& options, int64_t begin, int64_t end) {
+  Problem full, ranged;
+  Opt full_opt(full.params(), options), ranged_opt(ranged.params(), options);
+  REQUIRE(ranged_opt.can_update_a_range());
+  ranged_opt.set_update_range(begin, end);
+  std::vector<float> start;
+  for (Parameter* p : ranged.params()) start.insert(start.end(), p->value.data(), p->value.data() + p->value.numel());
+  for (int s = 0; s < 2; ++s) {
+    full.gradients(s);
+    for (std::size_t k = 0; k < 2; ++k)  // the same gradients (the Problem's depend on the values)
+      ranged.params()[k]->grad.copy_from(full.params()[k]->grad);
+    full_opt.step();
+    ranged_opt.step();
+  }
+  int64_t at = 0;
+  for (std::size_t k = 0; k < 2; ++k)
+    for (int64_t i = 0; i < full.params()[k]->value.numel(); ++i, ++at) {
+      INFO("element " << at);
+      const float want = at >= begin && at < end ? full.params()[k]->value[i] : start[static_cast<std::size_t>(at)];
+      CHECK(std::memcmp(&ranged.params()[k]->value[i], &want, sizeof(float)) == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("an update range updates those elements as a full step does, and no others", "[optim]") {
+  for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 6}, {1, 3}, {3, 5}, {4, 6}, {2, 2}}) {
+    INFO("range [" << begin << ", " << end << ")");
+    check_update_range<SGD>(SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}, begin, end);
+    check_update_range<Adam>(AdamOptions{.lr = 0.01, .weight_decay = 0.01}, begin, end);
+    check_update_range<Adadelta>(AdadeltaOptions{.weight_decay = 0.01}, begin, end);
+  }
+  auto p = param("p", {1});
+  SGD sgd({p.get()}, {});
+  CHECK_THROWS_AS(sgd.set_update_range(3, 2), kolo::Error);
+}
+
 TEST_CASE("optimizer state round trip reproduces the next steps bit for bit", "[optim][state]") {
   SECTION("sgd") { check_state_round_trip<SGD>(SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-2}); }
   SECTION("sgd nesterov") { check_state_round_trip<SGD>(SgdOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true}); }
