@@ -79,6 +79,14 @@ std::shared_ptr<float> map_segment(const std::string& name, std::size_t bytes, b
   return std::shared_ptr<float>(static_cast<float*>(address), [bytes](float* p) { munmap(p, bytes); });
 }
 
+// Removes a shared-memory name when it goes out of scope (an empty name: nothing).
+struct UnlinkAtExit {
+  std::string name;
+  ~UnlinkAtExit() {
+    if (!name.empty()) shm_unlink(name.c_str());
+  }
+};
+
 }  // namespace
 
 NodeSharedUpdate::NodeSharedUpdate(Optimizer& optimizer, const DistributedOptions& options)
@@ -116,7 +124,8 @@ std::unique_ptr<NodeSharedUpdate> NodeSharedUpdate::create(Optimizer& optimizer,
   NodeSharedUpdate& s = *shared;
   const std::size_t bytes = static_cast<std::size_t>(s.region_) * (1 + s.state_kinds_ + s.ranks_) * sizeof(float);
   // Rank 0 creates the segment and names it; the others open it; it is unlinked once every
-  // rank has it mapped, so that nothing is left in /dev/shm even if a rank crashes.
+  // rank has it mapped (or the making failed), so that nothing is left in /dev/shm even if
+  // a rank crashes later.
   static std::atomic<int64_t> serial{0};
   std::vector<int64_t> id{0, getpid(), serial++};
   std::string error;
@@ -125,13 +134,13 @@ std::unique_ptr<NodeSharedUpdate> NodeSharedUpdate::create(Optimizer& optimizer,
     s.segment_ = map_segment(segment_name(), bytes, /*create=*/true, &error);
     id[0] = s.segment_ != nullptr;
   }
+  // Unlinked when create() ends, whether every rank has mapped it or a collective threw.
+  const UnlinkAtExit unlink_at_end{s.rank_ == 0 && id[0] == 1 ? segment_name() : ""};
   const Status named = broadcast_async(name + "segment", view(id), 0).wait();
   if (!named.ok()) throw Error(named.code(), "kolo: DistributedOptimizer: " + name + "segment: " + named.message());
   if (s.rank_ != 0 && id[0] == 1) s.segment_ = map_segment(segment_name(), bytes, /*create=*/false, &error);
   if (s.rank_ != 0 && id[0] == 0) error = "rank 0 could not make the shared segment";
-  const bool mapped = on_every_rank(s.segment_ != nullptr, error, name + "mapped", why);
-  if (s.rank_ == 0 && id[0] == 1) shm_unlink(segment_name().c_str());
-  if (!mapped) return nullptr;
+  if (!on_every_rank(s.segment_ != nullptr, error, name + "mapped", why)) return nullptr;
 
   // Local rank 0's parameters become everyone's; each rank's gradients move as they are.
   for (std::size_t i = 0; i < s.params_.size(); ++i) {
@@ -152,6 +161,7 @@ std::unique_ptr<NodeSharedUpdate> NodeSharedUpdate::create(Optimizer& optimizer,
 
 NodeSharedUpdate::~NodeSharedUpdate() {
   optimizer_.set_update_range(0, INT64_MAX);
+  if (segment_ == nullptr) return;  // create() gave up before mapping it
   const float* begin = segment_.get();
   const float* end = begin + region_ * static_cast<int64_t>(1 + state_kinds_ + ranks_);
   const auto privatise = [&](Tensor& t) {
