@@ -133,3 +133,20 @@ TEST_CASE("node_shared_update: a parameter replaced after wrapping is an error, 
   }
   REQUIRE_THROWS_WITH(opt.step(), Catch::Matchers::Contains("was replaced or moved"));
 }
+
+TEST_CASE("node_shared_update: a rank that has joined makes the others' step() throw, not average stale gradients",
+          "[distributed][node_shared]") {
+  if (size() == 1) return;  // nothing shared, nobody to join
+  const Dataset& data = mnist_data();
+  auto net = seeded_mnist(40);
+  SGD sgd(net->parameters(), {.lr = 0.1});
+  DistributedOptimizer opt(sgd, *net, {.name_prefix = "joined/", .node_shared_update = true});
+  if (rank() == size() - 1) {
+    bounded_join();
+    return;
+  }
+  opt.zero_grad();
+  train_pass(*net, data, rank() * kBatch, kBatch);
+  REQUIRE_THROWS_WITH(opt.step(), Catch::Matchers::Contains("has joined"));
+  bounded_join();
+}
