@@ -50,8 +50,8 @@ struct DistributedOptions {
   std::string name_prefix = "grad/";  // The node's ranks keep one copy of the parameters and of the optimizer's state in shared
   // memory, and each rank's gradients there too; after backward each rank averages 1/p of
   // the gradients where the others wrote them and updates that 1/p of the parameters (no
-  // allreduce: docs/distributed.md, "Node-shared update"). On a CPU-bound node this takes
-  // about what a one-rank job's update does; the allreduce and a full update take about
+  // allreduce: docs/distributed.md, "Node-shared update"). Measured on a 2-core machine, it
+  // costs about what a one-rank job's update does; the allreduce and a full update about
   // twice that. Makes the constructor a collective; the parameters become local rank 0's
   // values. After step() only this rank's share of its gradients holds the average
   // (synchronize() puts it in all of them). Ignored, with a message on stderr, where it
