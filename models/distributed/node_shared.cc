@@ -143,9 +143,9 @@ std::unique_ptr<NodeSharedUpdate> NodeSharedUpdate::create(Optimizer& optimizer,
   if (!on_every_rank(s.segment_ != nullptr, error, name + "mapped", why)) return nullptr;
 
   // Local rank 0's parameters become everyone's; each rank's gradients move as they are.
+  const auto bytes_of = [](const Tensor& t) { return static_cast<std::size_t>(t.numel()) * sizeof(float); };
   for (std::size_t i = 0; i < s.params_.size(); ++i) {
-    Parameter& p = *s.params_[i];
-    const auto bytes_of = [&](const Tensor& t) { return static_cast<std::size_t>(t.numel()) * sizeof(float); };
+    const Parameter& p = *s.params_[i];
     if (s.rank_ == 0) std::memcpy(s.param_at(i), p.value.data(), bytes_of(p.value));
     std::memcpy(s.grad_at(s.rank_, i), p.grad.data(), bytes_of(p.grad));
   }

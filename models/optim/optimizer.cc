@@ -88,9 +88,9 @@ std::vector<Kernels::UpdateTensors> update_tensors(const std::vector<Parameter*>
     const int64_t from = std::max(begin - start, int64_t{0}), to = std::min(end - start, n);
     start += n;
     if (from >= to) continue;
-    const auto at = [from](float* data) { return data == nullptr ? nullptr : data + from; };
-    tensors.push_back({at(params[i]->value.data()), params[i]->grad.data() + from, at(state1.empty() ? nullptr : state1[i].data()),
-                       at(state2.empty() ? nullptr : state2[i].data()), to - from});
+    const auto state_at = [&](std::vector<Tensor>& state) { return state.empty() ? nullptr : state[i].data() + from; };
+    tensors.push_back({params[i]->value.data() + from, params[i]->grad.data() + from, state_at(state1), state_at(state2),
+                       to - from});
   }
   return tensors;
 }

@@ -41,6 +41,11 @@ void SGD::step() {
                             .first = first});
 }
 
+std::vector<std::vector<Tensor>*> SGD::state_buffers() {
+  if (options_.momentum == 0) return {};
+  return {&momentum_};
+}
+
 OptimizerState SGD::state() const {
   check_unique_names(params_, name());
   OptimizerState state;

@@ -47,7 +47,8 @@ struct DistributedOptions {
   Compression compression = Compression::None;
   // Prefix of the runtime's tensor names ("<prefix><parameter name>"): two optimizers in
   // one program need different prefixes.
-  std::string name_prefix = "grad/";  // The node's ranks keep one copy of the parameters and of the optimizer's state in shared
+  std::string name_prefix = "grad/";
+  // The node's ranks keep one copy of the parameters and of the optimizer's state in shared
   // memory, and each rank's gradients there too; after backward each rank averages 1/p of
   // the gradients where the others wrote them and updates that 1/p of the parameters (no
   // allreduce: docs/distributed.md, "Node-shared update"). Measured on a 2-core machine, it

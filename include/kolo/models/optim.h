@@ -74,7 +74,7 @@ class SGD : public Optimizer {
   void load_state(const OptimizerState& state) override;
   std::string name() const override { return "sgd"; }
   bool can_update_a_range() const override { return true; }
-  std::vector<std::vector<Tensor>*> state_buffers() override { return options_.momentum != 0 ? std::vector<std::vector<Tensor>*>{&momentum_} : std::vector<std::vector<Tensor>*>{}; }
+  std::vector<std::vector<Tensor>*> state_buffers() override;  // none without momentum
 
  private:
   SgdOptions options_;
