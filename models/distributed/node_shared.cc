@@ -156,11 +156,15 @@ std::unique_ptr<NodeSharedUpdate> NodeSharedUpdate::create(Optimizer& optimizer,
     p.grad = Tensor::adopt(p.grad.shape(), std::shared_ptr<float>(s.segment_, s.grad_at(s.rank_, i)));
   }
   optimizer.set_update_range(s.share_begin_, s.share_end_);
+  optimizer.set_before_update([&s](int64_t begin, int64_t end) {
+    if (s.average_in_update_) s.average(begin, end, /*into_every_rank=*/false);
+  });
   return shared;
 }
 
 NodeSharedUpdate::~NodeSharedUpdate() {
   optimizer_.set_update_range(0, INT64_MAX);
+  optimizer_.set_before_update(nullptr);
   if (segment_ == nullptr) return;  // create() gave up before mapping it
   const float* begin = segment_.get();
   const float* end = begin + region_ * static_cast<int64_t>(1 + state_kinds_ + ranks_);
@@ -221,13 +225,14 @@ void NodeSharedUpdate::check_in_place() const {
 // times f/size for an average, dividing where that is exactly 1/size: the runtime's
 // arithmetic (runtime/executor.cc), so that the result is the same bits on every rank and,
 // at two ranks, the same as the allreduce's.
-void NodeSharedUpdate::average_share(bool into_every_rank) {
+void NodeSharedUpdate::average(int64_t begin, int64_t end, bool into_every_rank) {
   const double f = options_.gradient_predivide_factor;  // 1 unless op Average
   const float pre = static_cast<float>(1.0 / f), post = static_cast<float>(f / ranks_);
   constexpr int64_t kBlock = 2048;  // a block of sums stays in L1
   float sum[kBlock];
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const auto [from, to] = share_of(i);
+  for (std::size_t i = 0; i < params_.size() && start_[i] < end; ++i) {
+    const int64_t n = params_[i]->value.numel();
+    const int64_t from = std::clamp(begin - start_[i], int64_t{0}, n), to = std::clamp(end - start_[i], int64_t{0}, n);
     for (int64_t b = from; b < to; b += kBlock) {
       const int64_t m = std::min(kBlock, to - b);
       for (int r = 0; r < ranks_; ++r) {
@@ -275,11 +280,17 @@ void NodeSharedUpdate::adopt_state() {
 
 void NodeSharedUpdate::step(bool averaged) {
   check_in_place();
-  if (!averaged) {
-    barrier("gradients");
-    average_share(/*into_every_rank=*/false);
+  if (!averaged) barrier("gradients");
+  // The optimizer's hook (set by create()) averages each block of this rank's share just
+  // before the update reads it.
+  average_in_update_ = !averaged;
+  try {
+    optimizer_.step();
+  } catch (...) {
+    average_in_update_ = false;
+    throw;
   }
-  optimizer_.step();
+  average_in_update_ = false;
   adopt_state();
   barrier("updated parameters");
 }
@@ -287,7 +298,7 @@ void NodeSharedUpdate::step(bool averaged) {
 void NodeSharedUpdate::average_everywhere() {
   check_in_place();
   barrier("gradients");
-  average_share(/*into_every_rank=*/true);
+  average(share_begin_, share_end_, /*into_every_rank=*/true);
   barrier("averaged gradients");
 }
 

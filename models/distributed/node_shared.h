@@ -6,6 +6,8 @@
 // read them. No gradient byte is copied between processes, and each rank updates 1/p of
 // the parameters instead of all of them: an allreduce + update costs about twice a
 // one-rank job's update, this about one (docs/perf.md, "What bounds the ceiling target").
+// The average is made block by block just before the optimizer updates each block
+// (Optimizer::set_before_update), so the optimizer reads it from cache.
 //
 // The barriers are allreduces of one float through the runtime, so a dead or hung rank
 // ends a step with the runtime's error, never a hang.
@@ -45,7 +47,9 @@ class NodeSharedUpdate {
  private:
   NodeSharedUpdate(Optimizer& optimizer, const DistributedOptions& options);
   void barrier(const std::string& what);
-  void average_share(bool into_every_rank);
+  // The gradients' average over elements [begin, end) of the parameters taken end to end,
+  // into this rank's gradients or every rank's.
+  void average(int64_t begin, int64_t end, bool into_every_rank);
   void check_in_place() const;
   void adopt_state();
   std::pair<int64_t, int64_t> share_of(std::size_t i) const;  // [from, to) of parameter i in this rank's share
@@ -62,6 +66,7 @@ class NodeSharedUpdate {
   int64_t region_ = 0;             // floats per region: parameters, each state kind, each rank's gradients
   std::size_t state_kinds_ = 0;
   int64_t share_begin_ = 0, share_end_ = 0;  // this rank's elements, the parameters taken end to end
+  bool average_in_update_ = false;            // step() has the optimizer's hook average each block
   std::shared_ptr<float> segment_;
 };
 

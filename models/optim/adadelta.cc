@@ -29,12 +29,14 @@ void Adadelta::step() {
   }
   follow_parameters(square_avg_, params_);
   follow_parameters(acc_delta_, params_);
-  kernels(device).adadelta_step(update_tensors(params_, square_avg_, acc_delta_, update_begin_, update_end_),
-                                {.neg_lr = static_cast<float>(-lr_),
-                                 .rho = static_cast<float>(options_.rho),
-                                 .one_minus_rho = static_cast<float>(1 - options_.rho),
-                                 .eps = static_cast<float>(options_.eps),
-                                 .weight_decay = static_cast<float>(options_.weight_decay)});
+  const Kernels::AdadeltaStep hyper{.neg_lr = static_cast<float>(-lr_),
+                                    .rho = static_cast<float>(options_.rho),
+                                    .one_minus_rho = static_cast<float>(1 - options_.rho),
+                                    .eps = static_cast<float>(options_.eps),
+                                    .weight_decay = static_cast<float>(options_.weight_decay)};
+  for_each_update_block([&](int64_t begin, int64_t end) {
+    kernels(device).adadelta_step(update_tensors(params_, square_avg_, acc_delta_, begin, end), hyper);
+  });
 }
 
 OptimizerState Adadelta::state() const {

@@ -37,15 +37,17 @@ void Adam::step() {
   const double t = static_cast<double>(steps_);
   const double bias_correction1 = 1 - std::pow(options_.beta1, t);
   const double bias_correction2 = 1 - std::pow(options_.beta2, t);
-  kernels(device).adam_step(update_tensors(params_, m_, v_, update_begin_, update_end_),
-                            {.neg_step_size = static_cast<float>(-(lr_ / bias_correction1)),
-                             .bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2)),
-                             .beta1 = static_cast<float>(options_.beta1),
-                             .one_minus_beta1 = static_cast<float>(1 - options_.beta1),
-                             .beta2 = static_cast<float>(options_.beta2),
-                             .one_minus_beta2 = static_cast<float>(1 - options_.beta2),
-                             .eps = static_cast<float>(options_.eps),
-                             .weight_decay = static_cast<float>(options_.weight_decay)});
+  const Kernels::AdamStep hyper{.neg_step_size = static_cast<float>(-(lr_ / bias_correction1)),
+                                .bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2)),
+                                .beta1 = static_cast<float>(options_.beta1),
+                                .one_minus_beta1 = static_cast<float>(1 - options_.beta1),
+                                .beta2 = static_cast<float>(options_.beta2),
+                                .one_minus_beta2 = static_cast<float>(1 - options_.beta2),
+                                .eps = static_cast<float>(options_.eps),
+                                .weight_decay = static_cast<float>(options_.weight_decay)};
+  for_each_update_block([&](int64_t begin, int64_t end) {
+    kernels(device).adam_step(update_tensors(params_, m_, v_, begin, end), hyper);
+  });
 }
 
 OptimizerState Adam::state() const {

@@ -21,6 +21,23 @@ void Optimizer::set_update_range(int64_t begin, int64_t end) {
   update_end_ = end;
 }
 
+void Optimizer::for_each_update_block(const std::function<void(int64_t begin, int64_t end)>& update) {
+  int64_t total = 0;
+  for (const Parameter* p : params_) total += p->value.numel();
+  const int64_t begin = std::min(update_begin_, total), end = std::min(update_end_, total);
+  if (!before_update_) {
+    update(begin, end);
+    return;
+  }
+  // 16 Ki floats: a block's gradients from a few ranks, its parameters and state fit in L2.
+  constexpr int64_t kBlock = 16 * 1024;
+  for (int64_t b = begin; b < end; b += kBlock) {
+    const int64_t e = std::min(end, b + kBlock);
+    before_update_(b, e);
+    update(b, e);
+  }
+}
+
 namespace optim_detail {
 
 void fail(const std::string& optimizer, const std::string& message) {
@@ -83,7 +100,7 @@ std::vector<Kernels::UpdateTensors> update_tensors(const std::vector<Parameter*>
                                                    std::vector<Tensor>& state2, int64_t begin, int64_t end) {
   std::vector<Kernels::UpdateTensors> tensors;
   int64_t start = 0;  // of params[i] among the parameters taken end to end
-  for (std::size_t i = 0; i < params.size(); ++i) {
+  for (std::size_t i = 0; i < params.size() && start < end; ++i) {
     const int64_t n = params[i]->value.numel();
     const int64_t from = std::max(begin - start, int64_t{0}), to = std::min(end - start, n);
     start += n;

@@ -32,13 +32,15 @@ void SGD::step() {
   follow_parameters(momentum_, params_);
 
   std::vector<Tensor> no_second_buffer;
-  kernels(device).sgd_step(update_tensors(params_, momentum_, no_second_buffer, update_begin_, update_end_),
-                           {.neg_lr = static_cast<float>(-lr_),
-                            .momentum = static_cast<float>(options_.momentum),
-                            .weight_decay = static_cast<float>(options_.weight_decay),
-                            .keep = static_cast<float>(1 - options_.dampening),  // PyTorch's alpha
-                            .nesterov = options_.nesterov,
-                            .first = first});
+  const Kernels::SgdStep hyper{.neg_lr = static_cast<float>(-lr_),
+                               .momentum = static_cast<float>(options_.momentum),
+                               .weight_decay = static_cast<float>(options_.weight_decay),
+                               .keep = static_cast<float>(1 - options_.dampening),  // PyTorch's alpha
+                               .nesterov = options_.nesterov,
+                               .first = first};
+  for_each_update_block([&](int64_t begin, int64_t end) {
+    kernels(device).sgd_step(update_tensors(params_, momentum_, no_second_buffer, begin, end), hyper);
+  });
 }
 
 std::vector<std::vector<Tensor>*> SGD::state_buffers() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,11 +56,22 @@ class Optimizer {
   // exp_avg_sq), each empty before the first step, then parallel to parameters(). The
   // wrapper may point these tensors at shared memory; load_state replaces them.
   virtual std::vector<std::vector<Tensor>*> state_buffers() { return {}; }
+  // step() then updates the range in blocks of a few thousand elements, calling
+  // hook(begin, end) on each block just before it updates it (same indexing), so that the
+  // wrapper can make a block's gradients while they stay in cache for the update. An empty
+  // hook: one pass, as by default.
+  using BeforeUpdate = std::function<void(int64_t begin, int64_t end)>;
+  void set_before_update(BeforeUpdate hook) { before_update_ = std::move(hook); }
 
  protected:
+  // What each step() runs its kernel through: update(begin, end) over the update range,
+  // clipped to the parameters; once, or block by block after the before-update hook.
+  void for_each_update_block(const std::function<void(int64_t begin, int64_t end)>& update);
+
   std::vector<Parameter*> params_;
   double lr_ = 0;
   int64_t update_begin_ = 0, update_end_ = INT64_MAX;  // set_update_range's
+  BeforeUpdate before_update_;
 };
 
 struct SgdOptions {
