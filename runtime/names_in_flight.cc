@@ -1,14 +1,12 @@
 #include "names_in_flight.h"
 
-#include <functional>
 #include <utility>
 
 #include "kolo/check.h"
 
 namespace kolo {
 
-bool NamesInFlight::insert(const std::string* name) {
-  const std::size_t hash = std::hash<std::string>{}(*name);
+bool NamesInFlight::insert(const std::string* name, std::size_t hash) {
   std::size_t i = home(hash);
   for (; slots_[i].name != nullptr; i = (i + 1) & (slots_.size() - 1))
     if (slots_[i].hash == hash && *slots_[i].name == *name) return false;
@@ -17,9 +15,9 @@ bool NamesInFlight::insert(const std::string* name) {
   return true;
 }
 
-void NamesInFlight::erase(const std::string* name) {
+void NamesInFlight::erase(const std::string* name, std::size_t hash) {
   const std::size_t mask = slots_.size() - 1;
-  std::size_t i = home(std::hash<std::string>{}(*name));
+  std::size_t i = home(hash);
   while (slots_[i].name != name) {
     KOLO_CHECK(slots_[i].name != nullptr, StatusCode::Internal,
                "kolo: tensor name '" + *name + "' left the names in flight twice");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,10 +16,12 @@ namespace kolo {
 class NamesInFlight {
  public:
   // Claims *name, which must stay where it is until erase(); false, claiming nothing, if an
-  // equal name is claimed already.
-  bool insert(const std::string* name);
+  // equal name is claimed already. `hash` is std::hash of the name, where the caller has it.
+  bool insert(const std::string* name) { return insert(name, std::hash<std::string>{}(*name)); }
+  bool insert(const std::string* name, std::size_t hash);
   // Frees a name that insert() claimed, given the same pointer.
-  void erase(const std::string* name);
+  void erase(const std::string* name) { erase(name, std::hash<std::string>{}(*name)); }
+  void erase(const std::string* name, std::size_t hash);
   std::size_t size() const { return size_; }
 
  private:

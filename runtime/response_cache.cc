@@ -7,8 +7,8 @@ ResponseCache::ResponseCache(int capacity) : capacity_(capacity), slots_(capacit
   for (int slot = capacity - 1; slot >= 0; --slot) free_slots_.push_back(static_cast<uint32_t>(slot));
 }
 
-std::optional<uint32_t> ResponseCache::find(const std::string& name) const {
-  auto it = by_name_.find(name);
+std::optional<uint32_t> ResponseCache::find(const std::string& name, std::size_t hash) const {
+  auto it = by_name_.find(HashedName{name, hash});
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
 }

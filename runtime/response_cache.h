@@ -4,7 +4,9 @@
 // numbers agree across ranks without ever being exchanged.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <optional>
 #include <string>
@@ -20,7 +22,8 @@ class ResponseCache {
   explicit ResponseCache(int capacity);
 
   int capacity() const { return capacity_; }
-  std::optional<uint32_t> find(const std::string& name) const;
+  std::optional<uint32_t> find(const std::string& name) const { return find(name, std::hash<std::string>{}(name)); }
+  std::optional<uint32_t> find(const std::string& name, std::size_t hash) const;  // hash: std::hash of name
   const Request& at(uint32_t slot) const { return slots_[slot].request; }
   bool occupied(uint32_t slot) const { return slot < slots_.size() && slots_[slot].occupied; }
   // Changes whenever a slot's parameters do (put, erase); touch() leaves it.
@@ -42,7 +45,23 @@ class ResponseCache {
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   std::list<uint32_t> lru_;  // front: least recently used
-  std::unordered_map<std::string, uint32_t> by_name_;
+  // Looked up by a name with its hash already known (TensorEntry::name_hash).
+  struct HashedName {
+    const std::string& name;
+    std::size_t hash;
+  };
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(const std::string& name) const { return std::hash<std::string>{}(name); }
+    std::size_t operator()(const HashedName& h) const { return h.hash; }
+  };
+  struct NameEqual {
+    using is_transparent = void;
+    bool operator()(const std::string& a, const std::string& b) const { return a == b; }
+    bool operator()(const HashedName& a, const std::string& b) const { return a.name == b; }
+    bool operator()(const std::string& a, const HashedName& b) const { return a == b.name; }
+  };
+  std::unordered_map<std::string, uint32_t, NameHash, NameEqual> by_name_;
   uint64_t version_ = 0;
 };
 

@@ -244,7 +244,7 @@ void Runtime::accept(std::vector<EntryPtr>& entries) {
     bool all_hit = cache_.capacity() > 0;
     for (std::size_t k = i; k < end; ++k) {
       const Request& request = entries[k]->request;
-      slots.push_back(cache_.find(request.name));
+      slots.push_back(cache_.find(request.name, entries[k]->name_hash));
       if (!slots.back() || !cacheable(request.type) || !(cache_.at(*slots.back()) == request)) all_hit = false;
     }
     for (std::size_t k = i; k < end; ++k) {

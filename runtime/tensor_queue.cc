@@ -8,6 +8,7 @@ namespace kolo {
 // core the submitting thread shares with it under mpirun's default binding.
 template <typename Add>
 Status TensorQueue::push_with(std::span<const EntryPtr> pushed, Add&& add) {
+  for (const EntryPtr& e : pushed) e->name_hash = std::hash<std::string>{}(e->request.name);
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_) return *closed_;
   if (Status refused = claim_names(pushed); !refused.ok()) return refused;
@@ -21,8 +22,8 @@ Status TensorQueue::push_with(std::span<const EntryPtr> pushed, Add&& add) {
 Status TensorQueue::claim_names(std::span<const EntryPtr> pushed) {
   for (std::size_t i = 0; i < pushed.size(); ++i) {
     const std::string& name = pushed[i]->request.name;
-    if (!names_in_flight_.insert(&name)) {
-      for (std::size_t j = 0; j < i; ++j) names_in_flight_.erase(&pushed[j]->request.name);
+    if (!names_in_flight_.insert(&name, pushed[i]->name_hash)) {
+      for (std::size_t j = 0; j < i; ++j) names_in_flight_.erase(&pushed[j]->request.name, pushed[j]->name_hash);
       return Status(StatusCode::InvalidArgument, "kolo: tensor name '" + name + "' is already in flight" + where_ +
                                                      "; wait for its handle before submitting it again");
     }
@@ -43,7 +44,7 @@ Status TensorQueue::push(std::vector<EntryPtr> entries) {
 void TensorQueue::forget(const std::vector<TensorEntry*>& entries) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const TensorEntry* e : entries)
-    if (e != nullptr) names_in_flight_.erase(&e->request.name);
+    if (e != nullptr) names_in_flight_.erase(&e->request.name, e->name_hash);
 }
 
 void TensorQueue::take_all(std::vector<EntryPtr>& into) {

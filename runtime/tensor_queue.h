@@ -38,6 +38,7 @@ struct TensorEntry {
   Clock::time_point enqueued;  // with the timeline on only
   Clock::time_point reported;  // when this rank told the others it is ready
   int32_t bit_slot = -1;       // set while it waits, negotiated by its response-cache bit
+  std::size_t name_hash = 0;   // std::hash of request.name, set by TensorQueue::push: hashed once, used thrice
 };
 
 using EntryPtr = std::shared_ptr<TensorEntry>;
