@@ -157,14 +157,19 @@ std::unique_ptr<NodeSharedUpdate> NodeSharedUpdate::create(Optimizer& optimizer,
   }
   optimizer.set_update_range(s.share_begin_, s.share_end_);
   optimizer.set_before_update([&s](int64_t begin, int64_t end) {
-    if (s.average_in_update_) s.average(begin, end, /*into_every_rank=*/false);
+    if (!s.average_in_update_) return;
+    s.average(begin, end, /*into_every_rank=*/false);
+    s.averaged_in_update_ += end - begin;
   });
+  s.installed_ = true;
   return shared;
 }
 
 NodeSharedUpdate::~NodeSharedUpdate() {
-  optimizer_.set_update_range(0, INT64_MAX);
-  optimizer_.set_before_update(nullptr);
+  if (installed_) {
+    optimizer_.set_update_range(0, INT64_MAX);
+    optimizer_.set_before_update(nullptr);
+  }
   if (segment_ == nullptr) return;  // create() gave up before mapping it
   const float* begin = segment_.get();
   const float* end = begin + region_ * static_cast<int64_t>(1 + state_kinds_ + ranks_);
@@ -284,6 +289,7 @@ void NodeSharedUpdate::step(bool averaged) {
   // The optimizer's hook (set by create()) averages each block of this rank's share just
   // before the update reads it.
   average_in_update_ = !averaged;
+  averaged_in_update_ = 0;
   try {
     optimizer_.step();
   } catch (...) {
@@ -291,6 +297,15 @@ void NodeSharedUpdate::step(bool averaged) {
     throw;
   }
   average_in_update_ = false;
+  // An optimizer that updated without calling the hook over its share would have used this
+  // rank's own gradients: refuse rather than train on them.
+  if (!averaged && averaged_in_update_ != share_end_ - share_begin_)
+    throw Error(StatusCode::Internal, "kolo: DistributedOptimizer: optimizer " + optimizer_.name() + " averaged " +
+                                          std::to_string(averaged_in_update_) + " of its share's " +
+                                          std::to_string(share_end_ - share_begin_) +
+                                          " gradients through the before-update hook; node_shared_update needs "
+                                          "can_update_a_range() optimizers to run their update through "
+                                          "for_each_update_block");
   adopt_state();
   barrier("updated parameters");
 }

@@ -7,7 +7,7 @@
 // the parameters instead of all of them: an allreduce + update costs about twice a
 // one-rank job's update, this about one (docs/perf.md, "What bounds the ceiling target").
 // The average is made block by block just before the optimizer updates each block
-// (Optimizer::set_before_update), so the optimizer reads it from cache.
+// (Optimizer::set_before_update), so the optimizer reads it from cache instead of memory.
 //
 // The barriers are allreduces of one float through the runtime, so a dead or hung rank
 // ends a step with the runtime's error, never a hang.
@@ -67,6 +67,8 @@ class NodeSharedUpdate {
   std::size_t state_kinds_ = 0;
   int64_t share_begin_ = 0, share_end_ = 0;  // this rank's elements, the parameters taken end to end
   bool average_in_update_ = false;            // step() has the optimizer's hook average each block
+  int64_t averaged_in_update_ = 0;            // elements the hook averaged in this step
+  bool installed_ = false;                    // create() set the optimizer's range and hook
   std::shared_ptr<float> segment_;
 };
 

@@ -29,10 +29,12 @@ void Optimizer::for_each_update_block(const std::function<void(int64_t begin, in
     update(begin, end);
     return;
   }
-  // 16 Ki floats: a block's gradients from a few ranks, its parameters and state fit in L2.
-  constexpr int64_t kBlock = 16 * 1024;
-  for (int64_t b = begin; b < end; b += kBlock) {
-    const int64_t e = std::min(end, b + kBlock);
+  // 16 Ki floats per thread: a block's gradients from a few ranks, its parameters and
+  // state fit in L2, and a block is big enough for the CPU kernels to split it among the
+  // threads (they split from 32 Ki elements).
+  const int64_t block = int64_t{16 * 1024} * std::max(1, num_threads());
+  for (int64_t b = begin; b < end; b += block) {
+    const int64_t e = std::min(end, b + block);
     before_update_(b, e);
     update(b, e);
   }

@@ -273,47 +273,58 @@ TEST_CASE("an update range updates those elements as a full step does, and no ot
   CHECK_THROWS_AS(sgd.set_update_range(3, 2), kolo::Error);
 }
 
-TEST_CASE("a before-update hook makes each block's gradients just before the update reads them", "[optim]") {
-  // Two parameters of several blocks each; the gradients start as NaN and the hook writes
-  // those of its block only, so an element updated before its hook ran comes out NaN.
-  const auto gradient = [](int64_t at) { return std::sin(static_cast<float>(at) * 0.01f); };
+namespace {
+
+// An optimizer with a before-update hook over [begin, end) of two parameters of several
+// blocks each, against the same optimizer without one. The gradients start as NaN and the
+// hook writes those of its block only, so an element updated before its hook ran comes out
+// NaN; each hook call also checks that the block before it is updated already and its own
+// block not yet (hook and update alternate, block by block).
+template <typename Opt, typename Options>
+void check_before_update_hook(const Options& options) {
+  constexpr int64_t kW = 40000, kB = 30001, begin = 5, end = 65000;
+  const auto gradient = [](int64_t at) { return std::sin(static_cast<float>(at) * 0.01f) + 0.5f; };
   const auto values = [](int64_t n, float offset) {
     std::vector<float> v(static_cast<std::size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = offset + 0.001f * static_cast<float>(i % 97);
     return v;
   };
-  auto w = param("w", values(40000, 0.5f)), b = param("b", values(30001, -0.25f));
-  auto w_full = param("w", values(40000, 0.5f)), b_full = param("b", values(30001, -0.25f));
-  const int64_t begin = 5, end = 65000;
-  Adam hooked({w.get(), b.get()}, {.lr = 0.01}), full({w_full.get(), b_full.get()}, {.lr = 0.01});
+  auto w = param("w", values(kW, 0.5f)), b = param("b", values(kB, -0.25f));
+  auto w_full = param("w", values(kW, 0.5f)), b_full = param("b", values(kB, -0.25f));
+  Opt hooked({w.get(), b.get()}, options), full({w_full.get(), b_full.get()}, options);
   hooked.set_update_range(begin, end);
+  const auto value = [&](int64_t at) { return at < kW ? w->value[at] : b->value[at - kW]; };
+  std::vector<float> before_step;  // every value as the step began
   std::vector<std::pair<int64_t, int64_t>> blocks;
+  int64_t out_of_turn = 0;
   hooked.set_before_update([&](int64_t from, int64_t to) {
     blocks.emplace_back(from, to);
-    for (int64_t at = from; at < to; ++at) {
-      Parameter& p = at < 40000 ? *w : *b;
-      p.grad[at < 40000 ? at : at - 40000] = gradient(at);
-    }
+    if (from > begin) out_of_turn += value(from - 1) == before_step[static_cast<std::size_t>(from - 1)];
+    out_of_turn += value(from) != before_step[static_cast<std::size_t>(from)];
+    for (int64_t at = from; at < to; ++at) (at < kW ? w->grad[at] : b->grad[at - kW]) = gradient(at);
   });
   for (int s = 0; s < 2; ++s) {
     w->grad.fill(std::nanf(""));
     b->grad.fill(std::nanf(""));
-    for (int64_t at = 0; at < 70001; ++at) (at < 40000 ? w_full->grad[at] : b_full->grad[at - 40000]) = gradient(at);
+    for (int64_t at = 0; at < kW + kB; ++at) (at < kW ? w_full->grad[at] : b_full->grad[at - kW]) = gradient(at);
+    before_step.clear();
+    for (int64_t at = 0; at < kW + kB; ++at) before_step.push_back(value(at));
     blocks.clear();
     hooked.step();
     full.step();
   }
+  CHECK(out_of_turn == 0);
   // The blocks tile the range, in order.
   REQUIRE(blocks.size() > 2);
   CHECK(blocks.front().first == begin);
   CHECK(blocks.back().second == end);
   for (std::size_t k = 1; k < blocks.size(); ++k) CHECK(blocks[k].first == blocks[k - 1].second);
-  const std::vector<float> w_start = values(40000, 0.5f), b_start = values(30001, -0.25f);
+  const std::vector<float> w_start = values(kW, 0.5f), b_start = values(kB, -0.25f);
   int64_t wrong = 0;
-  for (int64_t at = 0; at < 70001; ++at) {
-    const bool in_w = at < 40000;
-    const int64_t i = in_w ? at : at - 40000;
-    const float got = (in_w ? w : b)->value[i];
+  for (int64_t at = 0; at < kW + kB; ++at) {
+    const bool in_w = at < kW;
+    const int64_t i = in_w ? at : at - kW;
+    const float got = value(at);
     const float want = at >= begin && at < end ? (in_w ? w_full : b_full)->value[i]
                                                : (in_w ? w_start : b_start)[static_cast<std::size_t>(i)];
     wrong += std::memcmp(&got, &want, sizeof(float)) != 0;
@@ -324,6 +335,14 @@ TEST_CASE("a before-update hook makes each block's gradients just before the upd
   blocks.clear();
   hooked.step();
   CHECK(blocks.empty());
+}
+
+}  // namespace
+
+TEST_CASE("a before-update hook makes each block's gradients just before the update reads them", "[optim]") {
+  SECTION("sgd") { check_before_update_hook<SGD>(SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}); }
+  SECTION("adam") { check_before_update_hook<Adam>(AdamOptions{.lr = 0.01, .weight_decay = 0.01}); }
+  SECTION("adadelta") { check_before_update_hook<Adadelta>(AdadeltaOptions{.weight_decay = 0.01}); }
 }
 
 TEST_CASE("optimizer state round trip reproduces the next steps bit for bit", "[optim][state]") {

@@ -46,7 +46,8 @@ class Optimizer {
 
   // ---- For a wrapper that splits the update among processes sharing one copy of the
   // parameters (DistributedOptimizer's node_shared_update) --------------------------------
-  // Whether step() honours set_update_range and state_buffers() lists all the state.
+  // Whether step() honours set_update_range and set_before_update (it runs its update
+  // through for_each_update_block) and state_buffers() lists all the state.
   virtual bool can_update_a_range() const { return false; }
   // step() then updates only elements [begin, end) of the parameters taken end to end in
   // parameters() order (every element by default); the update is element-wise, so the
@@ -56,10 +57,11 @@ class Optimizer {
   // exp_avg_sq), each empty before the first step, then parallel to parameters(). The
   // wrapper may point these tensors at shared memory; load_state replaces them.
   virtual std::vector<std::vector<Tensor>*> state_buffers() { return {}; }
-  // step() then updates the range in blocks of a few thousand elements, calling
-  // hook(begin, end) on each block just before it updates it (same indexing), so that the
-  // wrapper can make a block's gradients while they stay in cache for the update. An empty
-  // hook: one pass, as by default.
+  // step() then updates the range in blocks of 16 Ki elements per thread (num_threads()),
+  // calling hook(begin, end) on each block just before it updates it (same indexing), so
+  // that the wrapper can make a block's gradients while they stay in cache for the update.
+  // An empty hook: one pass, as by default. The wrapper owns the range and the hook while
+  // it wraps the optimizer.
   using BeforeUpdate = std::function<void(int64_t begin, int64_t end)>;
   void set_before_update(BeforeUpdate hook) { before_update_ = std::move(hook); }
 
