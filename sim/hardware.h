@@ -69,9 +69,11 @@ struct Hardware {
   int devices_per_node = 1;
   double loader_cores_per_node = 1;
   // Whether a collective progresses while its ranks compute. False where the ranks compute
-  // on every CPU core (this machine): the collective's CPU work waits for the compute
-  // (measured: kolo-sim-probe --under-compute slows an allreduce 95 to 200 times on shared
-  // memory or an unshaped link), so communication does not overlap it.
+  // on every CPU core and the CPU moves the bytes (this machine): the collective's CPU work
+  // waits for the compute (measured: kolo-sim-probe --under-compute slows an allreduce 75
+  // to 200 times on shared memory or an unshaped veth link, 5 times at 1 Gbit/s), so
+  // communication does not overlap it. True again where a slow link moves them (1.3-1.6
+  // times at 100 Mbit/s): sim/calibrate.py's threshold, 2.
   bool comm_overlaps_compute = true;
   // How many times longer a rank's compute takes when every device of its node computes,
   // against one rank alone: shared caches and memory bandwidth, a hypervisor (this

@@ -18,7 +18,8 @@ recommendations on the namespace hosts.
    once, unshaped, with kolo-sim-probe at np 2 (one rank a host); a shaped rate is given
    to kolo-sim as --link-GBps (a line rate: kolo-sim's Ethernet share of it applies), with
    the shaper's token bucket (--link-burst-bytes, tools/cluster/shape.sh's), not fitted. The hosts share this machine's cores: each host
-   is given 1 device;
+   is given 1 device. Whether communication overlaps compute is measured at each rate as
+   sim/calibrate.py measures it on one host (kolo-sim-probe --under-compute);
 3. with --links: for the synthetic benchmark's MNIST net at np 2 over the hosts at the
    slowest rate, kolo-sim ranks four settings (defaults, fp16 compression, a 5 ms cycle
    time, no fusion) from a profile of an np 1 timeline; each is then measured there.
@@ -40,6 +41,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "bench", "scaling"))
+import calibrate  # noqa: E402
 import placements  # noqa: E402
 
 TAG = re.compile(r"^\[\d+\]<stdout>:", re.M)
@@ -198,6 +200,29 @@ def netns_hardware(args, cluster, local_file):
     return path, fit
 
 
+def hardware_at_rate(args, cluster, netns_file, rate):
+    """The namespace hosts' file for links at `rate`, with "comm_overlaps_compute" measured
+    there as sim/calibrate.py measures it on one host (kolo-sim-probe --under-compute at
+    np 2, here one rank a host): an unshaped veth link is the CPU's copy, which waits for
+    the compute, while a slow shaped link moves the bytes itself. Returns (path, the
+    probes' median, the probes)."""
+    cluster.shape("" if rate == "none" else rate, "")
+    command, env = cluster.command(2, [os.path.join(args.build, "sim", "kolo-sim-probe"), "--under-compute"])
+    slowdown, slowdowns = calibrate.comm_slowdown_under_compute(command, env)
+    cluster.shape("", "")
+    with open(netns_file) as f:
+        hw = json.load(f)
+    hw["comm_overlaps_compute"] = calibrate.overlaps_compute(slowdown)
+    hw["sources"]["comm_overlaps_compute"] = (
+        f"sim/validate_this_machine.py: kolo-sim-probe --under-compute at np 2 over the hosts at {rate} links, the "
+        f"median of {len(slowdowns)} runs: {slowdown:.3g} times slower beside compute (runs: "
+        + ", ".join(f"{x:.3g}" for x in slowdowns) + ")")
+    path = os.path.join(os.path.dirname(netns_file), f"netns_{rate}.json")
+    with open(path, "w") as f:
+        json.dump(hw, f, indent=2)
+    return path, slowdown, slowdowns
+
+
 def synthetic_images_per_s(args, cluster, ranks, env, fp16):
     bench = [os.path.join(args.build, "bench", "synthetic_benchmark", "synthetic_benchmark"), "--model", "mnist_convnet",
              "--batch-size", "32", "--threads", "1", "--num-warmup-batches", "5", "--num-batches-per-iter", "10",
@@ -311,15 +336,20 @@ def main():
 
     if links:
         with placements.NamespaceHosts(args.build, 2, 2) as cluster:
-            hardware, fit = netns_hardware(args, cluster, os.path.join(HERE, "hardware", "this_machine.json"))
+            netns_file, fit = netns_hardware(args, cluster, os.path.join(HERE, "hardware", "this_machine.json"))
+            hardware = {rate: hardware_at_rate(args, cluster, netns_file, rate) for rate in links}
         lines[0] += (f" Between the namespace hosts (np 2, unshaped): latency {fit['latency_us']:.3g} us, "
-                     f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s.")
+                     f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s. An allreduce between them beside compute "
+                     "(kolo-sim-probe --under-compute at np 2, median of 3), each rate's hardware file saying "
+                     "whether communication overlaps compute (below 2 times slower): "
+                     + ", ".join(f"{rate} links {h[1]:.3g} times slower ({'overlaps' if calibrate.overlaps_compute(h[1]) else 'waits'})"
+                                 for rate, h in hardware.items()) + ".")
         netns = scaling_rounds(args, ["--placements", "netns", "--hosts", "2"], links)
         for rate_name in links:
             np1, cells = np1_of(netns, "netns", rate_name)  # one rank on one host: the round's baseline
             rounds.append((f"netns np 1, {rate_name} links, before / after", cells))
             for ranks in (2, 4):
-                sim = per_round(np1, ranks, "--hardware", hardware, "--gpus-per-node", ranks // 2,
+                sim = per_round(np1, ranks, "--hardware", hardware[rate_name][0], "--gpus-per-node", ranks // 2,
                                 *shaped_flags(rate_name))
                 lines.append(row(f"netns np {ranks}, {rate_name} links", netns[("netns", rate_name, ranks)], sim,
                                  points, rounds))
@@ -328,7 +358,7 @@ def main():
         slowest = min((r for r in links if r != "none"), key=gbytes_per_s, default=None)
         if slowest:
             with placements.NamespaceHosts(args.build, 2, 2) as cluster:
-                lines += [""] + recommendation_check(args, cluster, hardware, slowest)
+                lines += [""] + recommendation_check(args, cluster, hardware[slowest][0], slowest)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
