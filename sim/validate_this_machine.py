@@ -338,12 +338,13 @@ def main():
         with placements.NamespaceHosts(args.build, 2, 2) as cluster:
             netns_file, fit = netns_hardware(args, cluster, os.path.join(HERE, "hardware", "this_machine.json"))
             hardware = {rate: hardware_at_rate(args, cluster, netns_file, rate) for rate in links}
+        verdicts = [f"{rate} links {h[1]:.3g} times slower ({'overlaps' if calibrate.overlaps_compute(h[1]) else 'waits'})"
+                    for rate, h in hardware.items()]
         lines[0] += (f" Between the namespace hosts (np 2, unshaped): latency {fit['latency_us']:.3g} us, "
                      f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s. An allreduce between them beside compute "
                      "(kolo-sim-probe --under-compute at np 2, median of 3), each rate's hardware file saying "
-                     "whether communication overlaps compute (below 2 times slower): "
-                     + ", ".join(f"{rate} links {h[1]:.3g} times slower ({'overlaps' if calibrate.overlaps_compute(h[1]) else 'waits'})"
-                                 for rate, h in hardware.items()) + ".")
+                     f"whether communication overlaps compute (below {calibrate.OVERLAP_BELOW} times slower): "
+                     + ", ".join(verdicts) + ".")
         netns = scaling_rounds(args, ["--placements", "netns", "--hosts", "2"], links)
         for rate_name in links:
             np1, cells = np1_of(netns, "netns", rate_name)  # one rank on one host: the round's baseline
