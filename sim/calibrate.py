@@ -77,7 +77,7 @@ def fit(build, samples):
 # An allreduce this many times slower (or more) beside compute than idle waits for the
 # compute: its CPU work competes with it. Below, the collective progresses while the ranks
 # compute (a slow link bounds it, not the CPU). Measured at 75-200 on shared memory and on
-# an unshaped veth link here, 5 at 1 Gbit/s and 1.3-1.6 at 100 Mbit/s.
+# an unshaped veth link here, 5 at 1 Gbit/s and 1.3-1.8 at 100 Mbit/s.
 OVERLAP_BELOW = 2
 
 

@@ -72,7 +72,7 @@ struct Hardware {
   // on every CPU core and the CPU moves the bytes (this machine): the collective's CPU work
   // waits for the compute (measured: kolo-sim-probe --under-compute slows an allreduce 75
   // to 200 times on shared memory or an unshaped veth link, 5 times at 1 Gbit/s), so
-  // communication does not overlap it. True again where a slow link moves them (1.3-1.6
+  // communication does not overlap it. True again where a slow link moves them (1.3-1.8
   // times at 100 Mbit/s): sim/calibrate.py's threshold, 2.
   bool comm_overlaps_compute = true;
   // How many times longer a rank's compute takes when every device of its node computes,
