@@ -10,19 +10,30 @@
 // "comm_slowdown,<x>" (the allreduce rate idle / beside the compute): a hardware file's
 // "comm_slowdown_under_compute".
 //
+// With --shared-steps, it measures what a step costs when its ranks' compute differs: every
+// rank computes a seeded draw of work (1 + cv·z loop units, the same draws known to all)
+// and then waits for the others in an allreduce, as training waits for its gradients; in
+// alternating blocks the same with equal work. Rank 0 prints the measured ratio of the
+// mean step (jittered / equal) and what kolo-sim's two candidate models predict from the
+// same draws: "shared" (the ranks of this host take turns on its cores,
+// sim::shared_device_finish) and "slowest" (each rank waits for the slowest draw).
+//
 //   kolorun -np 2 build/sim/kolo-sim-probe [--reps 20] [--sizes 4096,65536,1048576,16777216]
 //   kolorun -np 2 build/sim/kolo-sim-probe --under-compute
+//   kolorun -np 4 build/sim/kolo-sim-probe --shared-steps [--cv 0.2] [--steps 400]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "kolo/kolo.h"
+#include "sim/simulator.h"
 
 namespace {
 
@@ -85,6 +96,54 @@ std::pair<double, double> under_compute(int64_t bytes, double seconds) {
           median_over_ranks("probe.comm_slowdown", idle_rate / busy_rate)};
 }
 
+// `units` of a fixed floating-point loop: the same CPU work however the cores are shared.
+void compute_units(double units, int64_t iterations_per_unit) {
+  volatile double sink = 0;
+  double x = 1.0;
+  const auto iterations = static_cast<int64_t>(units * double(iterations_per_unit));
+  for (int64_t i = 0; i < iterations; ++i) x = x * 1.0000001 + 1e-9;
+  sink = x;
+  (void)sink;
+}
+
+// --shared-steps: steps of seeded unequal work, each ended by an allreduce, against steps of
+// equal work, in alternating blocks of 20. Returns rank 0's line of figures.
+std::string shared_steps(int steps, double cv, double unit_seconds) {
+  const int size = kolo::size(), rank = kolo::rank();
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // Loop iterations per unit: rank 0's rate alone, for every rank.
+  std::vector<int64_t> iterations{rank == 0 ? static_cast<int64_t>(compute_rate(0.3) * unit_seconds) : 0};
+  kolo::broadcast("probe.shared.iterations", kolo::view(iterations), 0);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  std::vector<int32_t> token{1};
+  double jittered_s = 0, equal_s = 0, shared_model = 0, slowest_model = 0;
+  constexpr int kBlock = 20;
+  for (int s = 0; s < 2 * steps; ++s) {
+    const bool jittered = (s / kBlock) % 2 == 1;
+    std::vector<double> work(size, 1.0);
+    if (jittered)
+      for (double& w : work) w = std::max(0.2, 1.0 + cv * normal(rng));
+    const auto start = std::chrono::steady_clock::now();
+    compute_units(work[rank], iterations[0]);
+    kolo::allreduce("probe.shared.step", kolo::view(token), {kolo::ReduceOp::Sum});
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s < 2 * kBlock) continue;  // the first pair of blocks warms up
+    (jittered ? jittered_s : equal_s) += seconds;
+    if (jittered) {
+      const std::vector<double> finish = kolo::sim::shared_device_finish(work, cores);
+      shared_model += *std::max_element(finish.begin(), finish.end());
+      slowest_model += *std::max_element(work.begin(), work.end());
+    }
+  }
+  const int timed = steps - kBlock;  // of each kind
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "ranks,%d\ncores,%d\ncv,%.3f\nmeasured,%.4f\nshared,%.4f\nslowest,%.4f\nequal_step_s,%.5f\n", size,
+                cores, cv, jittered_s / equal_s, shared_model / timed, slowest_model / timed, equal_s / timed);
+  return line;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,9 +158,25 @@ int main(int argc, char** argv) {
   app.add_option("--bytes", bytes, "the allreduces' size for --under-compute")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 30));
+  bool measure_shared_steps = false;
+  int steps = 400;
+  double cv = 0.2;
+  app.add_flag("--shared-steps", measure_shared_steps, "measure a step of unequal work against the two models (see above)");
+  app.add_option("--steps", steps, "--shared-steps: steps of each kind, jittered and equal")
+      ->capture_default_str()
+      ->check(CLI::Range(40, 100000));
+  app.add_option("--cv", cv, "--shared-steps: the work's relative standard deviation")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.5));
   CLI11_PARSE(app, argc, argv);
 
   kolo::init();
+  if (measure_shared_steps) {
+    const std::string line = shared_steps(steps, cv, 0.02);
+    if (kolo::rank() == 0) std::fputs(line.c_str(), stdout);
+    kolo::shutdown();
+    return 0;
+  }
   if (measure_under_compute) {
     const auto [compute_loss, comm_slowdown] = under_compute(bytes, 1.0);
     if (kolo::rank() == 0) std::printf("compute_loss,%.4f\ncomm_slowdown,%.4f\n", compute_loss, comm_slowdown);

@@ -27,6 +27,25 @@ double device_sharing(const Hardware& cluster) {
   return std::max(1.0, double(cluster.ranks_per_node) / cluster.devices_per_node);
 }
 
+std::vector<double> shared_device_finish(const std::vector<double>& work, int devices) {
+  const double sharing = std::max(1.0, double(work.size()) / std::max(1, devices));
+  std::vector<std::size_t> order(work.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a] < work[b]; });
+  // Every rank still computing has done the same work so far (equal shares): `done`.
+  std::vector<double> finish(work.size());
+  double t = 0, done = 0;
+  std::size_t computing = work.size();
+  for (std::size_t i : order) {
+    const double rate = std::min(1.0, double(devices) / double(computing));
+    t += (work[i] - done) / rate;
+    done = work[i];
+    finish[i] = t / sharing;
+    --computing;
+  }
+  return finish;
+}
+
 double busy_node_slowdown(const Hardware& cluster) {
   const bool all_busy = cluster.ranks() > 1 && cluster.ranks_per_node >= cluster.devices_per_node;
   return all_busy ? cluster.compute_slowdown_when_busy : 1.0;
@@ -176,6 +195,20 @@ class Engine {
     return f;
   }
 
+  // Ranks that share a node's devices take turns on them (shared_device_finish): each
+  // node's draws become when its ranks finish. Their steps start within an optimizer
+  // step of each other; the sharing is taken from a common start, and the factor scales
+  // the rank's optimizer step too.
+  void share_devices() {
+    const int rpn = hw_.ranks_per_node;
+    std::vector<double> work(rpn);
+    for (int first = 0; first < p_; first += rpn) {
+      std::copy(factor_.begin() + first, factor_.begin() + first + rpn, work.begin());
+      const std::vector<double> finish = shared_device_finish(work, hw_.devices_per_node);
+      std::copy(finish.begin(), finish.end(), factor_.begin() + first);
+    }
+  }
+
   // ---- one training step of every rank ----------------------------------------------
   double step(int64_t s, SimResult& result) {
     const double batch_ready = loader_interval_ * double(s + 1);
@@ -185,6 +218,7 @@ class Engine {
       factor_[r] = compute_factor();
       accepted_[r] = 0;
     }
+    if (device_sharing(hw_) > 1) share_devices();
     const std::size_t n = requests_.size();
     // Whether each tensor is negotiated by bit this step: all ranks' caches agree.
     std::vector<bool> cached(n);

@@ -85,6 +85,16 @@ SimResult simulate(const Workload& workload, const Hardware& cluster, const Kolo
 // the bytes on a wire between nodes are not slowed.
 double device_sharing(const Hardware& cluster);
 
+// Ranks that share a node's devices take turns on them, and one that has finished its
+// step's compute gives its turn to the others while it waits for their gradients (kolo's
+// background thread yields with mpi_yield_when_idle and sleeps between control polls):
+// processor sharing, each of the a ranks still computing getting min(1, devices / a) of
+// a device. `work`: each rank's compute as a factor of the mean (its jitter). Returns when
+// each finishes, as a factor of the time the mean work takes at full sharing (work x
+// ranks / devices): all 1 for equal work. So a rank slower than the rest is helped by the
+// devices the others leave, and the step waits for much less than its slowest draw.
+std::vector<double> shared_device_finish(const std::vector<double>& work, int devices);
+
 // How many times longer a rank computes because every device of its node computes
 // (Hardware::compute_slowdown_when_busy; 1 while a device is idle or the job has one rank).
 double busy_node_slowdown(const Hardware& cluster);

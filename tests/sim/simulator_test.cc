@@ -306,3 +306,51 @@ TEST_CASE("a node whose every device computes is slower by its measured factor, 
   hw.compute_slowdown_when_busy = 1;
   CHECK(alone == simulate(w, hw, KoloSettings{}).epoch_s);
 }
+
+namespace {
+
+// E[X_(k)], the k-th smallest of n independent standard normal draws:
+// the integral of x · n!/((k-1)!(n-k)!) · φ(x) · Φ(x)^(k-1) · (1 - Φ(x))^(n-k).
+double expected_order_statistic(int k, int n) {
+  const double ways = std::tgamma(n + 1) / (std::tgamma(k) * std::tgamma(n - k + 1));
+  double total = 0;
+  const double h = 1e-4;
+  for (double x = -10; x < 10; x += h) {
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    total += x * ways * phi * std::pow(cdf, k - 1) * std::pow(1 - cdf, n - k) * h;
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("ranks sharing devices take turns: processor-sharing finish times by hand", "[sim]") {
+  // 4 ranks on 2 devices, work 2, 6, 1, 3 (mean 3): all four at half a device until rank 2
+  // is done at 2; three at 2/3 until rank 0 at 2 + 1.5; two at full speed until rank 3 at
+  // 4.5; rank 1 alone until 7.5. Over full sharing's 3 x 2 = 6.
+  const std::vector<double> finish = shared_device_finish({2.0 / 3, 6.0 / 3, 1.0 / 3, 3.0 / 3}, 2);
+  CHECK(finish[2] == Approx(2.0 / 6));
+  CHECK(finish[0] == Approx(3.5 / 6));
+  CHECK(finish[3] == Approx(4.5 / 6));
+  CHECK(finish[1] == Approx(7.5 / 6));
+  for (double f : shared_device_finish({1, 1, 1, 1}, 2)) CHECK(f == Approx(1));
+  // A device each: nothing shared, each finishes at its own work.
+  CHECK(shared_device_finish({0.9, 1.2}, 2) == std::vector<double>{0.9, 1.2});
+}
+
+TEST_CASE("with jitter cv and 4 ranks on 2 devices, a step waits for (E[X(1)] + E[X(2)]) / 2 + E[X(4)] over 2 draws",
+          "[sim]") {
+  // The last of 4 ranks on 2 devices finishes at w1/2 + w2/2 + w4 (shared_device_finish),
+  // over 2 at full sharing: compute x (1 + cv (e1/2 + e2/2 + e4) / 2), about 1 + 0.18 cv,
+  // against 1 + 1.03 cv for 4 ranks on 4 devices.
+  Hardware hw = free_links(4, 1);
+  hw.devices_per_node = 2;
+  Workload w = one_gradient(1000);
+  w.images_per_epoch = int64_t{10} * 4 * 2000;
+  const double cv = 0.05;
+  const SimResult r = simulate(w, hw, KoloSettings{}, Variation{cv, 0, 1, 3});
+  const double e = (expected_order_statistic(1, 4) + expected_order_statistic(2, 4)) / 2 + expected_order_statistic(4, 4);
+  CHECK(expected_order_statistic(4, 4) == Approx(expected_max_of_normals(4)).epsilon(1e-6));
+  CHECK(r.epoch_s / (2000 * 0.1 * 2) == Approx(1 + cv * e / 2).epsilon(0.003));
+}
