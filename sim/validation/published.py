@@ -237,7 +237,8 @@ def table_b(sim, rep, loader_ms, loader_info):
                 f"(or {16e3 / pub_ips4:.0f} ms if only 16 workers' cores were busy), against the "
                 f"{loader_ms:.2f} ms measured here. Speedup over 1 GPU at each setting:", "")
         out, fits = [], []
-        for ms in (loader_ms, 5, 10, 20, 30, 40, 48, 60):
+        # Coarse, then 1 ms steps around the cost at which the cap meets the published 4-GPU rate.
+        for ms in (loader_ms, 5, 10, 20, 30, 40, 48, 50, 51, 52, 53, 54, 56, 60):
             r = sim.by_ranks(B_BASE + ["--loader-cpu-ms", ms, "--ranks", "1,2,3,4"])
             s = {n: r[n]["images_per_s"] / r[1]["images_per_s"] for n in (2, 3, 4)}
             worst = max(abs(err(s[n], pub_speedup[n])) for n in (2, 3, 4))
@@ -248,15 +249,22 @@ def table_b(sim, rep, loader_ms, loader_info):
         out.append(["published", "1.55", "1.75", "1.80", "32:06", "", ""])
         rep.table(["--loader-cpu-ms", "2 GPUs", "3 GPUs", "4 GPUs", "4-GPU epoch", "4-GPU loader wait", "max error (%)"], out)
         best_worst, best_ms = min(fits)
+        within = [ms for worst, ms in fits if worst <= 10]
+        if within:
+            shape = (f"Every setting from {min(within):g} to {max(within):g} ms puts all three speedups within "
+                     f"±10% (best {best_ms:g} ms, {best_worst:.0f}%): the published bend (1.55, 1.75, 1.80) lies "
+                     "within ±10% of kolo-sim's hard cap, min(compute, cores / cost), flat from 2 GPUs on, so "
+                     "the cap's shape is not what misses; the cost is, "
+                     f"about {best_ms / loader_ms:.0f}x the measurement. That window "
+                     "is read off the rows it would be judged by, so it is not a default.")
+        else:
+            shape = (f"The closest setting in the sweep, {best_ms:g} ms ({best_ms / loader_ms:.0f}x the measurement), "
+                     f"still misses one row by {best_worst:.0f}%.")
         rep.add(f"The loader term is the one responsible. At the measured {loader_ms:.2f} ms the node is "
-                f"compute-bound (speedup n); the closest setting in the sweep, {best_ms:g} ms "
-                f"({best_ms / loader_ms:.0f}x the measurement), still misses one row by {best_worst:.0f}%, because "
-                "kolo-sim's loader is a hard cap, min(compute, cores / cost): the speedup is linear up to the "
-                "cap and flat after it, while the published runs bend gradually (1.55, 1.75, 1.80). "
-                "The measurement leaves out reading the JPEG from storage, the DataLoader's per-sample Python "
-                "and inter-process overhead, the training processes' own CPU use, and the published nodes' "
-                "CPUs (unknown, likely older than this machine's); kolo-sim has no term for a worker count (16 "
-                "per node) either.", "")
+                f"compute-bound (speedup n). {shape} The measurement leaves out reading the JPEG from storage, "
+                "the DataLoader's per-sample Python and inter-process overhead, the training processes' own CPU "
+                "use, and the published nodes' CPUs (unknown, likely older than this machine's); kolo-sim has no "
+                "term for a worker count (16 per node) either.", "")
     if multi:
         rep.add("### Sensitivity (b), 1-16 nodes: step-time variation and the link", "",
                 f"Missed: {', '.join(multi)}. With one node's run compute-bound and EDR InfiniBand carrying "
