@@ -118,6 +118,7 @@ std::string shared_steps(int steps, double cv, double unit_seconds) {
   std::normal_distribution<double> normal;
   std::vector<int32_t> token{1};
   double jittered_s = 0, equal_s = 0, shared_model = 0, slowest_model = 0;
+  int jittered_steps = 0, equal_steps = 0;
   constexpr int kBlock = 20;
   for (int s = 0; s < 2 * steps; ++s) {
     const bool jittered = (s / kBlock) % 2 == 1;
@@ -130,17 +131,19 @@ std::string shared_steps(int steps, double cv, double unit_seconds) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s < 2 * kBlock) continue;  // the first pair of blocks warms up
     (jittered ? jittered_s : equal_s) += seconds;
+    ++(jittered ? jittered_steps : equal_steps);
     if (jittered) {
       const std::vector<double> finish = kolo::sim::shared_device_finish(work, cores);
       shared_model += *std::max_element(finish.begin(), finish.end());
       slowest_model += *std::max_element(work.begin(), work.end());
     }
   }
-  const int timed = steps - kBlock;  // of each kind
+  const double equal_step = equal_s / equal_steps;
   char line[256];
   std::snprintf(line, sizeof line,
                 "ranks,%d\ncores,%d\ncv,%.3f\nmeasured,%.4f\nshared,%.4f\nslowest,%.4f\nequal_step_s,%.5f\n", size,
-                cores, cv, jittered_s / equal_s, shared_model / timed, slowest_model / timed, equal_s / timed);
+                cores, cv, jittered_s / jittered_steps / equal_step, shared_model / jittered_steps,
+                slowest_model / jittered_steps, equal_step);
   return line;
 }
 
@@ -164,7 +167,7 @@ int main(int argc, char** argv) {
   app.add_flag("--shared-steps", measure_shared_steps, "measure a step of unequal work against the two models (see above)");
   app.add_option("--steps", steps, "--shared-steps: steps of each kind, jittered and equal")
       ->capture_default_str()
-      ->check(CLI::Range(40, 100000));
+      ->check(CLI::Range(60, 100000));
   app.add_option("--cv", cv, "--shared-steps: the work's relative standard deviation")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.5));

@@ -28,7 +28,8 @@ double device_sharing(const Hardware& cluster) {
 }
 
 std::vector<double> shared_device_finish(const std::vector<double>& work, int devices) {
-  const double sharing = std::max(1.0, double(work.size()) / std::max(1, devices));
+  devices = std::max(1, devices);
+  const double sharing = std::max(1.0, double(work.size()) / devices);
   std::vector<std::size_t> order(work.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a] < work[b]; });
