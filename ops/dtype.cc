@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace kolo {
 
@@ -141,16 +142,34 @@ T apply(ReduceOp op, T a, T b) {
   }
 }
 
+// Integers wrap (two's complement), as MPI's sums and products do. The arithmetic is done
+// unsigned, where wrapping is defined (signed overflow is undefined behaviour), and at
+// least as wide as unsigned int, so that a promotion to int cannot overflow either
+// (uint16 × uint16). Floating point types are used as they are.
+template <typename T, bool = std::is_integral_v<T>>
+struct Arithmetic {
+  using type = T;
+};
+template <typename T>
+struct Arithmetic<T, true> {
+  using type = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+};
+
 template <typename T>
 void reduce_typed(void* out, const void* a_, const void* b_, int64_t count, ReduceOp op) {
+  using A = typename Arithmetic<T>::type;
   T* d = static_cast<T*>(out);
   const T* a = static_cast<const T*>(a_);
   const T* b = static_cast<const T*>(b_);
   switch (op) {  // one loop per op so that the compiler vectorises each
     case ReduceOp::Min: for (int64_t i = 0; i < count; ++i) d[i] = std::min(a[i], b[i]); break;
     case ReduceOp::Max: for (int64_t i = 0; i < count; ++i) d[i] = std::max(a[i], b[i]); break;
-    case ReduceOp::Product: for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(a[i] * b[i]); break;
-    default: for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(a[i] + b[i]); break;
+    case ReduceOp::Product:
+      for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(static_cast<A>(a[i]) * static_cast<A>(b[i]));
+      break;
+    default:
+      for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(static_cast<A>(a[i]) + static_cast<A>(b[i]));
+      break;
   }
 }
 

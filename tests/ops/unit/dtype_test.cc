@@ -295,13 +295,34 @@ TEST_CASE("reduce_into rounds 16-bit results once per step to nearest even", "[d
                });
 }
 
-TEST_CASE("reduce_into wraps integer overflow like the C++ type", "[dtype][reduce]") {
+TEST_CASE("reduce_into wraps integer overflow modulo 2^bits, as MPI's sums and products do", "[dtype][reduce]") {
   std::vector<int8_t> a = {127, -128, 100}, b = {1, -1, 100};
   ops::reduce_into(a.data(), b.data(), 3, DType::Int8, ReduceOp::Sum);
   CHECK(a == std::vector<int8_t>{-128, 127, -56});
   std::vector<int64_t> c = {int64_t{1} << 40, -7}, d = {int64_t{1} << 20, 3};
   ops::reduce_into(c.data(), d.data(), 2, DType::Int64, ReduceOp::Product);
   CHECK(c == std::vector<int64_t>{int64_t{1} << 60, -21});
+  // Past the type's range (undefined behaviour in signed C++ arithmetic; the sanitizer
+  // build would stop here if the reduction overflowed a signed type).
+  constexpr int32_t kMax32 = std::numeric_limits<int32_t>::max();
+  std::vector<int32_t> e = {kMax32, std::numeric_limits<int32_t>::min(), 65536}, f = {1, -1, 65536};
+  ops::reduce_into(e.data(), f.data(), 3, DType::Int32, ReduceOp::Sum);
+  CHECK(e == std::vector<int32_t>{std::numeric_limits<int32_t>::min(), kMax32, 131072});
+  e = {65536, kMax32, -3};
+  f = {65536, 2, 5};
+  ops::reduce_into(e.data(), f.data(), 3, DType::Int32, ReduceOp::Product);
+  CHECK(e == std::vector<int32_t>{0, -2, -15});  // 2^32 wraps to 0; (2^31 - 1)·2 = 2^32 - 2 wraps to -2
+  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> g = {kMax64, kMax64}, h = {1, 2};
+  ops::reduce_into(g.data(), h.data(), 2, DType::Int64, ReduceOp::Sum);
+  CHECK(g == std::vector<int64_t>{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min() + 1});
+  g = {kMax64, int64_t{1} << 62};
+  h = {2, 4};
+  ops::reduce_into(g.data(), h.data(), 2, DType::Int64, ReduceOp::Product);
+  CHECK(g == std::vector<int64_t>{-2, 0});
+  std::vector<uint8_t> u = {255, 16}, v = {255, 16};  // uint8 products promote to int: 65025 fits
+  ops::reduce_into(u.data(), v.data(), 2, DType::UInt8, ReduceOp::Product);
+  CHECK(u == std::vector<uint8_t>{1, 0});
 }
 
 TEST_CASE("reduce_into of zero elements touches nothing", "[dtype][reduce]") {
