@@ -63,6 +63,8 @@ MPI_Datatype mpi_type(DType dtype) {
 MPI_Op mpi_op(ReduceOp op, DType dtype) {
   KOLO_CHECK(op != ReduceOp::Adasum, StatusCode::Internal,
              "kolo: Adasum reached an MPI reduction; the executor runs it over sendrecv (ops/adasum.h)");
+  KOLO_CHECK(op != ReduceOp::Average, StatusCode::Internal,
+             "kolo: Average reached an MPI reduction; the executor sums and scales (runtime/executor.cc)");
   if (dtype == DType::Float16 || dtype == DType::BFloat16) return g_16bit_ops[int(op)];
   switch (op) {
     case ReduceOp::Min: return MPI_MIN;
@@ -123,7 +125,7 @@ class MpiBackend final : public Backend {
   void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                  double scale) override {
     const std::size_t element = dtype_size(dtype);
-    const int64_t chunk = std::max<int64_t>(1, chunk_bytes_ / static_cast<int64_t>(element));
+    const int64_t chunk = piece_elements(element);
     for (int64_t offset = 0; offset < count; offset += chunk) {
       const int n = as_int(std::min(chunk, count - offset), "allreduce");
       char* out = static_cast<char*>(output) + offset * element;
@@ -164,7 +166,7 @@ class MpiBackend final : public Backend {
   // In pieces, like the allreduce: a large broadcast on a slow link shows its progress.
   void broadcast(void* data, int64_t count, DType dtype, int root) override {
     const std::size_t element = dtype_size(dtype);
-    const int64_t chunk = std::max<int64_t>(1, chunk_bytes_ / static_cast<int64_t>(element));
+    const int64_t chunk = piece_elements(element);
     for (int64_t offset = 0; offset < count || offset == 0; offset += chunk) {
       const int n = as_int(std::min(chunk, count - offset), "broadcast");
       check_mpi(MPI_Bcast(static_cast<char*>(data) + offset * element, n, mpi_type(dtype), root, comm_),
@@ -261,6 +263,13 @@ class MpiBackend final : public Backend {
 
   // The elements of one rank's part in a piece of an allgather, alltoall or reducescatter:
   // the allreduce's piece shared among the ranks.
+  // Elements in one piece of an allreduce or broadcast: KOLO_ALLREDUCE_CHUNK_BYTES, but no
+  // more than one MPI call can count (an int, of bytes where the ring sends bytes), so
+  // that any chunk setting, "one piece" included, moves any tensor.
+  int64_t piece_elements(std::size_t element) const {
+    const int64_t most = INT_MAX / static_cast<int64_t>(element);
+    return std::clamp<int64_t>(chunk_bytes_ / static_cast<int64_t>(element), 1, most);
+  }
   int64_t piece_per_rank(std::size_t element) const {
     return std::max<int64_t>(1, chunk_bytes_ / size_ / static_cast<int64_t>(element));
   }
@@ -338,7 +347,7 @@ class MpiControlChannel final : public ControlChannel {
 
   void broadcast(std::string& message, int root) override {
     receive_ = message;
-    length_ = static_cast<int>(receive_.size());
+    length_ = as_int(static_cast<int64_t>(receive_.size()), "a negotiation response");
     MPI_Request request;
     check_mpi(MPI_Ibcast(&length_, 1, MPI_INT, root, comm_, &request), "MPI_Ibcast");
     wait(request, "negotiation (broadcast of response size)");

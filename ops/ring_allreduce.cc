@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <string>
 
 #include "dtype.h"
 #include "kolo/check.h"
@@ -32,8 +33,8 @@ struct Segments {
 void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, DType dtype, ReduceOp op, double scale,
                     std::vector<std::byte>& scratch) {
   int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   if (size == 1) {
     scale_copy(output, input, count, dtype, scale);
     return;
@@ -45,6 +46,11 @@ void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, D
   const auto* in = static_cast<const std::byte*>(input);
   auto* out = static_cast<std::byte*>(output);
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  // An MPI error names the step and both neighbours (built only then: this is the hot path).
+  const auto check = [&](int rc, const char* step) {
+    if (rc != MPI_SUCCESS)
+      check_mpi(rc, (std::string(step) + " with ranks " + std::to_string(left) + " and " + std::to_string(right)).c_str());
+  };
 
   // Reduce-scatter. In step k this rank passes on its sum of segment rank - k (its own
   // input in step 0) and adds its input to the left neighbour's sum of segment rank - k - 1.
@@ -53,9 +59,16 @@ void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, D
   for (int k = 0; k < size - 1; ++k) {
     const int send = seg.before(rank, k), recv = seg.before(rank, k + 1);
     const std::byte* from = (k == 0 ? in : out) + seg.offset(send);
-    check_mpi(MPI_Sendrecv(from, static_cast<int>(seg.bytes(send)), MPI_BYTE, right, kRingTag, scratch.data(),
-                           static_cast<int>(seg.bytes(recv)), MPI_BYTE, left, kRingTag, comm, MPI_STATUS_IGNORE),
-              "MPI_Sendrecv (ring reduce-scatter)");
+    MPI_Status status;
+    check(MPI_Sendrecv(from, static_cast<int>(seg.bytes(send)), MPI_BYTE, right, kRingTag, scratch.data(),
+                       static_cast<int>(seg.bytes(recv)), MPI_BYTE, left, kRingTag, comm, &status),
+          "MPI_Sendrecv (ring reduce-scatter)");
+    // Negotiation makes every rank's piece the same; a short receive would add stale bytes.
+    int received = 0;
+    MPI_Get_count(&status, MPI_BYTE, &received);
+    KOLO_CHECK(std::size_t(received) == seg.bytes(recv), StatusCode::Internal,
+               "kolo: ring allreduce: rank " + std::to_string(left) + " sent " + std::to_string(received) +
+                   " bytes of a segment of " + std::to_string(seg.bytes(recv)) + ": the ranks' pieces differ");
     const double factor = k == size - 2 ? scale : 1.0;
     reduce_scaled(out + seg.offset(recv), in + seg.offset(recv), scratch.data(), seg.length(recv), dtype, op, factor);
   }
@@ -63,10 +76,10 @@ void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, D
   // step 0), straight from and into the output.
   for (int k = 0; k < size - 1; ++k) {
     const int send = seg.before(rank + 1, k), recv = seg.before(rank, k);
-    check_mpi(MPI_Sendrecv(out + seg.offset(send), static_cast<int>(seg.bytes(send)), MPI_BYTE, right, kRingTag,
-                           out + seg.offset(recv), static_cast<int>(seg.bytes(recv)), MPI_BYTE, left, kRingTag, comm,
-                           MPI_STATUS_IGNORE),
-              "MPI_Sendrecv (ring allgather)");
+    check(MPI_Sendrecv(out + seg.offset(send), static_cast<int>(seg.bytes(send)), MPI_BYTE, right, kRingTag,
+                       out + seg.offset(recv), static_cast<int>(seg.bytes(recv)), MPI_BYTE, left, kRingTag, comm,
+                       MPI_STATUS_IGNORE),
+          "MPI_Sendrecv (ring allgather)");
   }
 }
 

@@ -21,9 +21,10 @@
 namespace kolo::ops {
 
 // output = (the ranks' inputs reduced by op) * scale, on every rank of comm, the same bits
-// everywhere. input may equal output; otherwise it is only read. op is element-wise (not
-// Adasum). `scratch` holds one received segment (grown as needed, kept by the caller so
-// that a training step allocates nothing). Every rank of comm calls with the same count.
+// everywhere. input may equal output; otherwise it is only read, and the two must not
+// overlap in part. op is element-wise (not Adasum). `scratch` holds one received segment
+// (grown as needed, kept by the caller so that a training step allocates nothing). Every
+// rank of comm calls with the same count.
 void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, DType dtype, ReduceOp op, double scale,
                     std::vector<std::byte>& scratch);
 

@@ -93,6 +93,29 @@ TEST_CASE("ring allreduce: an average is the exact sum divided once, correctly r
   kolo_test::world_barrier();
 }
 
+// What the MPI_Allreduce path gives (a reduction, then ops::scale on the result): the
+// ring's scale, folded into its last reduce-scatter step, must give the same bits for
+// every dtype (integers scaled in double and rounded, 16-bit floats rounded after the
+// reduction and again after the scale) and op.
+TEST_CASE("ring allreduce: a scaled result has the bits of the reduction scaled afterwards, every dtype and op",
+          "[ring]") {
+  const int n = kolo_test::size(), me = kolo_test::rank();
+  std::vector<std::byte> scratch;
+  for (int64_t count : {int64_t(n - 1), int64_t{1001}})
+    for (DType d : kolo_test::all_dtypes())
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max, ReduceOp::Product})
+        for (double factor : {1.0 / 3.0, 0.37, 2.0}) {
+          INFO(count << " x " << kolo::dtype_name(d) << " " << kolo::op_name(op) << " scaled by " << factor);
+          Buffer input(d, {count}), scaled(d, {count}), reference(d, {count});
+          for (int64_t i = 0; i < count; ++i) input.set(i, input_value(me, i) * 7 + 1);
+          kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), reference.data(), int(count), d, op, 1.0, scratch);
+          kolo::ops::scale(reference.data(), count, d, factor);
+          kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), scaled.data(), int(count), d, op, factor, scratch);
+          REQUIRE(scaled.bytes() == reference.bytes());
+        }
+  kolo_test::world_barrier();
+}
+
 TEST_CASE("ring allreduce: inexact float sums come out with the same bits on every rank", "[ring]") {
   const int n = kolo_test::size(), me = kolo_test::rank();
   std::vector<std::byte> scratch;
