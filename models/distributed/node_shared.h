@@ -25,12 +25,14 @@ namespace kolo::models::distributed_detail {
 
 class NodeSharedUpdate {
  public:
-  // Collective: every rank calls it. Moves the optimizer's parameters (local rank 0's
-  // values) and gradients into a segment the node's ranks share. Returns null on every
+  // Collective: every rank calls it. Moves the optimizer's parameters (rank 0's values:
+  // the mode serves one-node jobs only, where rank 0 is local rank 0) and gradients into a
+  // segment the node's ranks share. Returns null on every
   // rank, with *why set, where the mode cannot serve this job: more than one node, a GPU,
   // an option it does not implement, an optimizer without set_update_range, shared memory
   // that cannot be had; *why is then what this rank should print (empty: nothing, another
-  // rank says it). Throws kolo::Error if the ranks' parameters differ in names or sizes.
+  // rank says it). Throws kolo::Error if the ranks differ in their parameters' names or
+  // sizes, their optimizer or its kinds of state, or the op or predivide factor.
   static std::unique_ptr<NodeSharedUpdate> create(Optimizer& optimizer, const DistributedOptions& options,
                                                   std::string* why);
   // Gives the parameters, gradients and state private copies again (their values kept).
@@ -46,7 +48,11 @@ class NodeSharedUpdate {
 
  private:
   NodeSharedUpdate(Optimizer& optimizer, const DistributedOptions& options);
-  void barrier(const std::string& what);
+  // The points at which every rank waits for the others (their values are what a rank
+  // sends, so that ranks at different points can tell).
+  enum class Barrier { CopiedParameters = 1, Gradients = 2, AveragedGradients = 3, UpdatedParameters = 4 };
+  void barrier(Barrier at);
+  static std::string barrier_name(Barrier at);
   // The gradients' average over elements [begin, end) of the parameters taken end to end,
   // into this rank's gradients or every rank's.
   void average(int64_t begin, int64_t end, bool into_every_rank);
@@ -69,6 +75,7 @@ class NodeSharedUpdate {
   bool average_in_update_ = false;            // step() has the optimizer's hook average each block
   int64_t averaged_in_update_ = 0;            // elements the hook averaged in this step
   bool installed_ = false;                    // create() set the optimizer's range and hook
+  bool stepping_ = false;                     // inside step(): the only place the hook may run
   std::shared_ptr<float> segment_;
 };
 

@@ -2,6 +2,10 @@
 // same batches, the same parameters and optimizer state after every step (to float
 // rounding: at three ranks the two sum in different orders). At np 1 the option has
 // nothing to share and the two paths are one.
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "dist_util.h"
 
 using namespace kolo_dist_test;
@@ -26,7 +30,8 @@ void require_close_state(const OptimizerState& got, const OptimizerState& want, 
 
 // Trains `shared_net` (node_shared_update) and `plain_net` (allreduce) side by side for
 // `steps` steps of `passes` backward passes, each step from the shared net's parameters;
-// `between` runs on both after the last pass (synchronize() and a clip, say).
+// with `synchronize_first`, both call synchronize() and halve their gradients (a clip)
+// before step().
 template <typename MakeOptimizer>
 void compare_paths(MakeOptimizer make, DistributedOptions options, int steps, bool synchronize_first,
                    double rel = 1e-5, double abs = 1e-7) {
@@ -149,4 +154,70 @@ TEST_CASE("node_shared_update: a rank that has joined makes the others' step() t
   train_pass(*net, data, rank() * kBatch, kBatch);
   REQUIRE_THROWS_WITH(opt.step(), Catch::Matchers::Contains("has joined"));
   bounded_join();
+}
+
+TEST_CASE("node_shared_update: ranks with different optimizers are refused at construction, not mapped wrong",
+          "[distributed][node_shared]") {
+  if (size() == 1) return;  // nothing shared
+  auto net = seeded_mnist(50);
+  // SGD keeps one kind of state (momentum), Adam two: their segments would differ in size.
+  std::unique_ptr<Optimizer> optimizer;
+  if (rank() == 0) optimizer = std::make_unique<SGD>(net->parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
+  else optimizer = std::make_unique<Adam>(net->parameters(), AdamOptions{});
+  REQUIRE_THROWS_WITH(DistributedOptimizer(*optimizer, *net, {.name_prefix = "mixed/", .node_shared_update = true}),
+                      Catch::Matchers::Contains("differs from rank 0"));
+}
+
+TEST_CASE("node_shared_update: ranks that disagree on synchronize() fail at once with a message",
+          "[distributed][node_shared]") {
+  if (size() == 1) return;
+  const Dataset& data = mnist_data();
+  auto net = seeded_mnist(60);
+  SGD sgd(net->parameters(), {.lr = 0.1});
+  DistributedOptimizer opt(sgd, *net, {.name_prefix = "disagree/", .node_shared_update = true});
+  opt.zero_grad();
+  train_pass(*net, data, rank() * kBatch, kBatch);
+  const auto message = Catch::Matchers::Contains("every rank must call synchronize() before step(), or none");
+  if (rank() == 0) REQUIRE_THROWS_WITH(opt.synchronize(), message);
+  else REQUIRE_THROWS_WITH(opt.step(), message);
+}
+
+TEST_CASE("node_shared_update: stepping the wrapped optimizer directly is refused before it updates anything",
+          "[distributed][node_shared]") {
+  if (size() == 1) return;
+  const Dataset& data = mnist_data();
+  auto net = seeded_mnist(70);
+  SGD sgd(net->parameters(), {.lr = 0.1});
+  DistributedOptimizer opt(sgd, *net, {.name_prefix = "direct/", .node_shared_update = true});
+  opt.zero_grad();
+  train_pass(*net, data, rank() * kBatch, kBatch);
+  opt.synchronize();
+  std::vector<float> before;
+  for (Parameter* p : net->parameters()) before.insert(before.end(), p->value.data(), p->value.data() + p->value.numel());
+  REQUIRE_THROWS_WITH(sgd.step(), Catch::Matchers::Contains("must be stepped through the DistributedOptimizer"));
+  std::vector<float> after;
+  for (Parameter* p : net->parameters()) after.insert(after.end(), p->value.data(), p->value.data() + p->value.numel());
+  // The parameters are shared: every rank reads them before any rank's step() below writes.
+  float flag = 0;
+  kolo::allreduce("direct/read", kolo::TensorView{&flag, kolo::DType::Float32, {1}});
+  CHECK(after == before);
+  REQUIRE(opt.step());  // the DistributedOptimizer's own step still works
+}
+
+TEST_CASE("node_shared_update: nothing is left in /dev/shm once the ranks have mapped the segment",
+          "[distributed][node_shared]") {
+  if (size() == 1) return;
+  // Rank 0 names the segment after its process id.
+  int64_t root_pid = getpid();
+  kolo::broadcast("node_shared_test/pid", kolo::TensorView{&root_pid, kolo::DType::Int64, {1}}, 0);
+  const auto leftovers = [&] {
+    int n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+      n += entry.path().filename().string().starts_with("kolo-" + std::to_string(root_pid) + "-");
+    return n;
+  };
+  auto net = seeded_mnist(80);
+  SGD sgd(net->parameters(), {.lr = 0.1});
+  DistributedOptimizer opt(sgd, *net, {.name_prefix = "leftovers/", .node_shared_update = true});
+  CHECK(leftovers() == 0);
 }
