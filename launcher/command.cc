@@ -26,8 +26,13 @@ LaunchCommand build_command(const LaunchOptions& options, const std::vector<Host
 
 bool user_sets_mca_parameter(const LaunchOptions& options, const Environment& env, std::string_view name) {
   if (find_variable(env, "OMPI_MCA_" + std::string(name))) return true;
-  for (const std::string& arg : options.mpi_args)
-    if (arg.find(name) != std::string::npos) return true;
+  // The word after --mca (or -mca, --gmca), or OMPI_MCA_<name>=... given with -x.
+  const std::vector<std::string>& args = options.mpi_args;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const bool mca = args[i] == "--mca" || args[i] == "-mca" || args[i] == "--gmca" || args[i] == "-gmca";
+    if (mca && i + 1 < args.size() && args[i + 1] == name) return true;
+    if (args[i].rfind("OMPI_MCA_" + std::string(name) + "=", 0) == 0) return true;
+  }
   return false;
 }
 

@@ -1,7 +1,9 @@
 #include "hosts.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -16,27 +18,30 @@ namespace {
   throw Error(StatusCode::InvalidArgument, "kolorun: " + origin + ": " + message);
 }
 
+// Digits only, as -np's count is read: no sign, no white space, nothing after.
 int parse_slots(const std::string& text, const std::string& origin, const std::string& entry) {
-  size_t used = 0;
   int slots = 0;
-  try {
-    slots = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || slots <= 0)
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, slots);
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || error != std::errc() || stop != end ||
+      slots <= 0)
     bad_hosts(origin, "bad slot count '" + text + "' in '" + entry +
                           "': the slots must be a whole number, 1 or more");
   return slots;
 }
 
-// "host" or "host:N".
+// "host" or "host:N". A name with a second colon (an IPv6 address, host:2:3) is refused:
+// mpirun's -H could not tell its slots apart either.
 HostSlots parse_host_entry(const std::string& entry, const std::string& origin,
                            std::optional<int> slots_when_missing) {
-  const size_t colon = entry.rfind(':');
+  const size_t colon = entry.find(':');
   HostSlots result{entry.substr(0, colon), slots_when_missing};
-  if (colon != std::string::npos)
+  if (colon != std::string::npos) {
+    if (entry.find(':', colon + 1) != std::string::npos)
+      bad_hosts(origin, "'" + entry + "' has more than one ':': expected host or host:slots (an IPv6 address "
+                        "needs a host name)");
     result.slots = parse_slots(entry.substr(colon + 1), origin, entry);
+  }
   if (result.host.empty()) bad_hosts(origin, "empty host name in '" + entry + "'");
   if (result.host.find_first_of(" \t\r\n\v\f") != std::string::npos)
     bad_hosts(origin, "host name '" + result.host + "' contains white space");
@@ -90,8 +95,13 @@ std::vector<HostSlots> parse_hostfile_text(const std::string& text, const std::s
     if (!(words >> first)) continue;
     const std::string where = origin + " line " + std::to_string(line_number);
     HostSlots host = parse_host_entry(first, where, std::nullopt);
-    for (std::string word; words >> word;)
+    // Open MPI's hostfile words: slots=N, and max_slots=N (or max-slots), which kolorun
+    // does not use. Anything else is a typo that mpirun would fail on later, less clearly.
+    for (std::string word; words >> word;) {
       if (word.rfind("slots=", 0) == 0) host.slots = parse_slots(word.substr(6), where, word);
+      else if (word.rfind("max_slots=", 0) == 0 || word.rfind("max-slots=", 0) == 0) parse_slots(word.substr(10), where, word);
+      else bad_hosts(where, "unknown word '" + word + "': expected 'host slots=N' or 'host:N'");
+    }
     add_host(hosts, host, where);
   }
   if (hosts.empty()) bad_hosts(origin, "no hosts in the file");

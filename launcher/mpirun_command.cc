@@ -2,6 +2,8 @@
 // Open MPI 4.1.
 #include "command.h"
 
+#include <algorithm>
+
 namespace kolo::launcher {
 
 LaunchCommand build_mpirun_command(const LaunchOptions& o, const std::vector<HostSlots>& hosts,
@@ -20,7 +22,11 @@ LaunchCommand build_mpirun_command(const LaunchOptions& o, const std::vector<Hos
   // (output_parser.h says why this and not --output-filename).
   argv.push_back("--tag-output");
   argv.insert(argv.end(), {"-np", std::to_string(o.num_ranks)});
-  if (!o.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", o.hostfile});
+  // The hosts as kolorun read them, as -H (horovodrun passes them so): a hostfile may use
+  // the host:N lines that mpirun's own reader refuses. A hostfile with a line without slots
+  // goes as it is, since there mpirun counts the host's cores (-H would give it one slot).
+  const bool every_host_has_slots = std::all_of(hosts.begin(), hosts.end(), [](const HostSlots& h) { return h.slots; });
+  if (!o.hostfile.empty() && !every_host_has_slots) argv.insert(argv.end(), {"--hostfile", o.hostfile});
   else if (!hosts.empty()) argv.insert(argv.end(), {"-H", format_host_list(hosts)});
   // Ranks fill each host's slots in order and are not pinned: kolo's background thread
   // and the framework's own threads need more than the one core binding would give.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 #include <string_view>
@@ -21,6 +22,24 @@ namespace {
 [[noreturn]] void bad_command_line(const std::string& message) {
   throw Error(StatusCode::InvalidArgument,
               "kolorun: " + message + " (see kolorun --help)");
+}
+
+// A number of seconds, milliseconds or MiB: finite and from `low` to 1e9 (CLI11's
+// NonNegativeNumber lets nan through, and 1e300 would overflow what kolorun computes
+// from it).
+CLI::Validator number_from(double low, bool low_included) {
+  const std::string range = std::string(low_included ? "[" : "(") + CLI::detail::to_string(low) + ", 1e9]";
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, value);
+        const bool above_low = low_included ? value >= low : value > low;
+        if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value) || !above_low || value > 1e9)
+          return "must be a number in " + range + ", not '" + text + "'";
+        return "";
+      },
+      "NUMBER in " + range);
 }
 
 std::string lower_case(std::string text) {
@@ -176,9 +195,9 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
 
   app.add_option("--fusion-threshold-mb", o.fusion_threshold_mb,
                  "fusion buffer size in MiB (sets KOLO_FUSION_THRESHOLD in bytes; 0: no fusion)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_from(0, true));
   app.add_option("--cycle-time-ms", o.cycle_time_ms, "KOLO_CYCLE_TIME, milliseconds")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_from(0, true));
   auto* cache = app.add_option("--cache-capacity", o.cache_capacity,
                                "KOLO_CACHE_CAPACITY, response-cache slots (0: no cache)")
                     ->check(CLI::Range(0LL, 1LL << 20));
@@ -199,11 +218,11 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   // The stall times would do nothing with the check off: refused together.
   app.add_option("--stall-check-warning-time-seconds", o.stall_check_warning_seconds,
                  "KOLO_STALL_CHECK_TIME_SECONDS")
-      ->check(CLI::NonNegativeNumber)
+      ->check(number_from(0, true))
       ->excludes(no_stall_check);
   app.add_option("--stall-check-shutdown-time-seconds", o.stall_check_shutdown_seconds,
                  "KOLO_STALL_SHUTDOWN_TIME_SECONDS")
-      ->check(CLI::NonNegativeNumber)
+      ->check(number_from(0, true))
       ->excludes(no_stall_check);
 
   app.add_option("--network-interface,--network-interfaces", o.network_interface,
@@ -212,15 +231,15 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   app.add_option("--start-timeout", o.start_timeout_seconds,
                  "seconds for every rank's process to start (0: no bound)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_from(0, true));
   app.add_option("--kill-grace", o.kill_grace_seconds,
                  "seconds between SIGTERM and SIGKILL when the job is stopped")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_from(0, true));
   app.add_option("--kill-after-failure", o.kill_after_failure_seconds,
                  "seconds after a rank has failed before kolorun kills the ranks still running")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_from(0, true));
   // Elastic jobs (docs/elastic.md).
   app.add_option("--min-np,--min-num-proc", o.min_np, "elastic: the fewest workers the job runs with")
       ->check(CLI::PositiveNumber);
@@ -231,9 +250,9 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
       ->check(CLI::PositiveNumber);
   app.add_option("--host-discovery-script", o.host_discovery_script,
                  "elastic: a program printing the available hosts, one 'host[:slots]' per line; run every second");
-  app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
+  auto* elastic_timeout = app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
                  "elastic: seconds a re-forming job waits for its workers and for --min-np slots (default 600)")
-      ->check(CLI::PositiveNumber);
+      ->check(number_from(0, false));
   app.add_option("--reset-limit", o.reset_limit, "elastic: the job fails after this many re-formings")
       ->check(CLI::NonNegativeNumber);
   std::string cooldown_range;
@@ -295,9 +314,39 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
       bad_command_line("an elastic job needs -np or --min-np, or hosts (-H, --hostfile, --host-discovery-script)");
     o.gloo = true;  // an elastic job runs on Gloo: MPI cannot re-form
   }
+  if (o.dry_run && o.gloo)
+    bad_command_line("--dry-run prints the mpirun or srun command, and a Gloo or elastic job has none: kolorun "
+                     "starts its workers itself");
   if (np->count() == 0 && o.elastic() && o.min_np) num_ranks = std::to_string(*o.min_np);
   if (np->count() == 0 && num_ranks.empty()) bad_command_line("-np N is required (the number of ranks)");
   o.num_ranks = parse_rank_count(num_ranks);
+  if (np->count() > 0 && o.min_np && o.num_ranks < *o.min_np)
+    bad_command_line("-np " + std::to_string(o.num_ranks) + " is fewer than --min-np " + std::to_string(*o.min_np));
+  if (np->count() > 0 && o.max_np && o.num_ranks > *o.max_np)
+    bad_command_line("-np " + std::to_string(o.num_ranks) + " is more than --max-np " + std::to_string(*o.max_np));
+  // kolorun sets these on mpirun itself; given again, mpirun would start ranks, or place
+  // them, where kolorun's checks and its rank bookkeeping do not expect them.
+  static const std::vector<std::string> own = {"-np", "-n", "--np", "-c", "-H", "--host", "-host", "--hostfile",
+                                               "-hostfile", "--machinefile", "-machinefile", "--tag-output",
+                                               "-tag-output", "-bind-to", "--bind-to", "-map-by", "--map-by"};
+  for (const std::string& arg : o.mpi_args)
+    if (std::find(own.begin(), own.end(), arg.substr(0, arg.find('='))) != own.end())
+      bad_command_line("--mpi-args '" + arg + "': kolorun gives mpirun that itself; use kolorun's -np, -H or "
+                       "--hostfile (it leaves the ranks unbound and maps them by slot)");
+  // Flags this kind of job does not use: said, not silently dropped.
+  const auto ignored = [](const std::string& flags, const std::string& why) {
+    std::cerr << "kolorun: " << flags << " ignored: " << why << "\n";
+  };
+  if (!o.elastic()) {
+    if (o.slots_per_host) ignored("--slots-per-host", "it is for elastic jobs (--min-np, --max-np, --host-discovery-script)");
+    if (o.reset_limit) ignored("--reset-limit", "it is for elastic jobs");
+    if (o.blacklist_cooldown) ignored("--blacklist-cooldown-range", "it is for elastic jobs");
+    if (elastic_timeout->count() > 0) ignored("--elastic-timeout", "it is for elastic jobs");
+  }
+  if (o.gloo) {
+    if (!o.mpi_args.empty()) ignored("--mpi-args", "a Gloo job runs no mpirun or srun");
+    if (launcher != "auto") ignored("--launcher", "a Gloo job runs no mpirun or srun");
+  }
   if (o.command.empty()) bad_command_line("no program given: kolorun -np N [flags] program [args...]");
   return o;
 }

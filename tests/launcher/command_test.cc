@@ -141,10 +141,27 @@ TEST_CASE("mpirun and srun get --oversubscribe (--overcommit) only when it is as
   CHECK_FALSE(has_word(build_srun_command(options_for(4), {}, machine({"SLURM_JOB_ID=42"})).argv, "--overcommit"));
 }
 
-TEST_CASE("a hostfile goes to mpirun as it is", "[command]") {
+TEST_CASE("an MCA parameter counts as the user's only as the word after --mca or in OMPI_MCA_name=", "[command]") {
+  LaunchOptions o = options_for(2);
+  const Environment none;
+  o.mpi_args = {"--mca", "mpi_yield_when_idle", "0"};
+  CHECK(user_sets_mca_parameter(o, none, "mpi_yield_when_idle"));
+  o.mpi_args = {"-x", "OMPI_MCA_oob_tcp_keepalive_time=9"};
+  CHECK(user_sets_mca_parameter(o, none, "oob_tcp_keepalive_time"));
+  o.mpi_args = {"-x", "MY_oob_tcp_keepalive_time_NOTE=1"};  // another variable that contains the name
+  CHECK_FALSE(user_sets_mca_parameter(o, none, "oob_tcp_keepalive_time"));
+  o.mpi_args = {"--mca", "oob_tcp_keepalive_time_x", "1"};
+  CHECK_FALSE(user_sets_mca_parameter(o, none, "oob_tcp_keepalive_time"));
+}
+
+TEST_CASE("a hostfile's hosts go to mpirun as -H, or the file as it is where a host has no slot count", "[command]") {
   LaunchOptions o = options_for(4);
-  o.hostfile = "/etc/kolo/hosts";
-  const LaunchCommand c = build_mpirun_command(o, {{"node0", 4}}, machine());
+  o.hostfile = "/etc/kolo/hosts";  // host:N lines (horovodrun's), which mpirun's reader refuses
+  LaunchCommand c = build_mpirun_command(o, {{"node0", 4}, {"node1", 2}}, machine());
+  CHECK(has_piece(c.argv, {"-np", "4", "-H", "node0:4,node1:2", "-bind-to"}));
+  CHECK_FALSE(has_word(c.argv, "--hostfile"));
+  // "node1" alone on its line: mpirun counts its cores, which -H node1 would make one slot.
+  c = build_mpirun_command(o, {{"node0", 4}, {"node1", std::nullopt}}, machine());
   CHECK(has_piece(c.argv, {"-np", "4", "--hostfile", "/etc/kolo/hosts", "-bind-to"}));
   CHECK_FALSE(has_word(c.argv, "-H"));
 }

@@ -37,6 +37,11 @@ TEST_CASE("a bad -H entry is an error naming it", "[hosts]") {
   CHECK_THROWS_WITH(parse_host_list(":2"), Contains("empty host name in ':2'"));
   CHECK_THROWS_WITH(parse_host_list("a:1, b:1"), Contains("host name ' b' contains white space"));
   CHECK_THROWS_MATCHES(parse_host_list(""), kolo::Error, HasCode(StatusCode::InvalidArgument, "-H: no hosts given"));
+  // Slots are digits only, as -np's count; a second ':' is not a host name mpirun could read.
+  CHECK_THROWS_WITH(parse_host_list("a:+2"), Contains("bad slot count '+2'"));
+  CHECK_THROWS_WITH(parse_host_list("a: 2"), Contains("bad slot count ' 2'"));
+  CHECK_THROWS_WITH(parse_host_list("::1"), Contains("'::1' has more than one ':'"));
+  CHECK_THROWS_WITH(parse_host_list("node0:2:3"), Contains("'node0:2:3' has more than one ':'"));
 }
 
 TEST_CASE("a host listed twice is an error, in -H and in a hostfile", "[hosts]") {
@@ -81,6 +86,11 @@ TEST_CASE("bad hostfiles are errors naming the file and line", "[hosts]") {
   CHECK_THROWS_WITH(parse_hostfile_text("a slots=2\nb slots=many\n", "hostfile 'h'"),
                     Contains("hostfile 'h' line 2: bad slot count 'many'"));
   CHECK_THROWS_WITH(parse_hostfile_text("# nothing\n\n", "hostfile 'h'"), Contains("no hosts"));
+  // A typo mpirun would fail on later, less clearly; max_slots is mpirun's, read and unused.
+  CHECK_THROWS_WITH(parse_hostfile_text("a slot=4\n", "hostfile 'h'"),
+                    Contains("hostfile 'h' line 1: unknown word 'slot=4'"));
+  CHECK_THROWS_WITH(parse_hostfile_text("garbage line here\n", "hostfile 'h'"), Contains("unknown word 'line'"));
+  CHECK(parse_hostfile_text("a slots=2 max_slots=4\n", "hostfile 'h'")[0].slots == 2);
   CHECK_THROWS_MATCHES(read_hostfile("/nonexistent/kolo-hostfile"), kolo::Error,
                        HasCode(StatusCode::IoError, "cannot read '/nonexistent/kolo-hostfile': No such file"));
   CHECK_THROWS_MATCHES(parse_hostfile_text("# nothing\n", "hostfile 'h'"), kolo::Error,

@@ -150,6 +150,24 @@ TEST_CASE("a bad command line is an error that names the problem", "[options]") 
   CHECK_THAT(error_of({"-np", "2", "--disable-cache", "--cache-capacity", "3", "prog"}),
              Contains("--cache-capacity"));
   CHECK_THAT(error_of({"-np", "2", "--start-timeout", "prog"}), Contains("--start-timeout"));
+  // Numbers are finite and at most 1e9: nan would pass a sign check, and 1e13 MiB overflows
+  // the byte count kolorun computes from it.
+  CHECK(error_of({"-np", "2", "--fusion-threshold-mb", "1e13", "prog"}) ==
+        "kolorun: --fusion-threshold-mb: must be a number in [0, 1e9], not '1e13' (see kolorun --help)");
+  for (const char* flag : {"--cycle-time-ms", "--start-timeout", "--kill-grace", "--stall-check-warning-time-seconds"})
+    for (const char* value : {"nan", "inf", "-1", "abc", "1e300"}) {
+      INFO(flag << " " << value);
+      CHECK_THAT(error_of({"-np", "2", flag, value, "prog"}), Contains(std::string(flag) + ": must be a number in [0"));
+    }
+  CHECK_THAT(error_of({"--min-np", "1", "--elastic-timeout", "0", "prog"}), Contains("must be a number in (0, 1e9]"));
+  // What kolorun gives mpirun itself cannot come again through --mpi-args.
+  CHECK_THAT(error_of({"-np", "1", "--mpi-args", "--oversubscribe -np 3", "prog"}),
+             Contains("--mpi-args '-np': kolorun gives mpirun that itself"));
+  CHECK_THAT(error_of({"-np", "1", "--mpi-args", "--hostfile=h", "prog"}), Contains("--mpi-args '--hostfile=h'"));
+  CHECK(parse({"-np", "1", "--mpi-args", "--mca btl self,vader", "prog"}).mpi_args.size() == 3);
+  // A Gloo or elastic job has no launch command to print.
+  CHECK_THAT(error_of({"-np", "1", "--gloo", "--dry-run", "prog"}), Contains("--dry-run prints the mpirun or srun"));
+  CHECK_THAT(error_of({"--min-np", "1", "--dry-run", "prog"}), Contains("--dry-run prints the mpirun or srun"));
 }
 
 TEST_CASE("the parser reads -np as given: its range against the slots is check_rank_count's", "[options]") {
@@ -185,4 +203,6 @@ TEST_CASE("elastic flags make an elastic Gloo job, with horovodrun's meanings", 
   CHECK_THAT(error_of({"--min-np", "2", "--blacklist-cooldown-range", "5", "1", "prog"}),
              Contains("0 <= MIN <= MAX"));
   CHECK_THAT(error_of({"--min-np", "0", "prog"}), Contains("--min-np"));
+  CHECK(error_of({"-np", "3", "--max-np", "2", "prog"}) == "kolorun: -np 3 is more than --max-np 2 (see kolorun --help)");
+  CHECK(error_of({"-np", "1", "--min-np", "2", "prog"}) == "kolorun: -np 1 is fewer than --min-np 2 (see kolorun --help)");
 }
