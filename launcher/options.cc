@@ -326,7 +326,7 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
     bad_command_line("-np " + std::to_string(o.num_ranks) + " is more than --max-np " + std::to_string(*o.max_np));
   // kolorun sets these on mpirun itself; given again, mpirun would start ranks, or place
   // them, where kolorun's checks and its rank bookkeeping do not expect them.
-  static const std::vector<std::string> own = {"-np", "-n", "--np", "-c", "-H", "--host", "-host", "--hostfile",
+  static const std::vector<std::string> own = {"-np", "-n", "--np", "-H", "--host", "-host", "--hostfile",
                                                "-hostfile", "--machinefile", "-machinefile", "--tag-output",
                                                "-tag-output", "-bind-to", "--bind-to", "-map-by", "--map-by"};
   for (const std::string& arg : o.mpi_args)
