@@ -1,9 +1,10 @@
 #include "common/checkpoint_dir.h"
 
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <regex>
-#include <set>
+#include <map>
 #include <vector>
 
 #include "common/fail_together.h"
@@ -12,18 +13,23 @@ namespace kolo::examples {
 namespace fs = std::filesystem;
 namespace {
 
-// The epochs of the checkpoints in a folder, oldest first. Temporary files of an
-// interrupted save ("...kolo.tmp.<pid>") do not match.
-std::set<int64_t> saved_epochs(const std::string& folder) {
+// The checkpoints in a folder by epoch, oldest first, each with its file's name as found
+// (checkpoint-epoch-05.kolo is epoch 5 too). Temporary files of an interrupted save do not
+// match; nor does a number too large for an epoch.
+std::map<int64_t, fs::path> saved_checkpoints(const std::string& folder) {
   static const std::regex name(R"(checkpoint-epoch-([0-9]+)\.kolo)");
-  std::set<int64_t> epochs;
+  std::map<int64_t, fs::path> found;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
     std::smatch match;
     const std::string file = entry.path().filename().string();
-    if (std::regex_match(file, match, name)) epochs.insert(std::stoll(match[1].str()));
+    if (!std::regex_match(file, match, name)) continue;
+    const std::string digits = match[1].str();
+    int64_t epoch = 0;
+    const auto [end, failed] = std::from_chars(digits.data(), digits.data() + digits.size(), epoch);
+    if (failed == std::errc() && end == digits.data() + digits.size()) found.emplace(epoch, entry.path());
   }
-  return epochs;
+  return found;
 }
 
 }  // namespace
@@ -36,8 +42,14 @@ std::string CheckpointDir::path_for(int64_t epoch) const {
 
 int64_t CheckpointDir::latest_epoch() const {
   if (!enabled()) return 0;
-  const std::set<int64_t> epochs = saved_epochs(folder_);
-  return epochs.empty() ? 0 : *epochs.rbegin();
+  const std::map<int64_t, fs::path> saved = saved_checkpoints(folder_);
+  return saved.empty() ? 0 : saved.rbegin()->first;
+}
+
+std::string CheckpointDir::latest_path() const {
+  if (!enabled()) return "";
+  const std::map<int64_t, fs::path> saved = saved_checkpoints(folder_);
+  return saved.empty() ? "" : saved.rbegin()->second.string();
 }
 
 void CheckpointDir::save(const models::Checkpoint& checkpoint) const {
@@ -48,10 +60,13 @@ void CheckpointDir::save(const models::Checkpoint& checkpoint) const {
                       "cannot create the checkpoint folder " + folder_ + ": " + error.message());
   }
   models::save_checkpoint(checkpoint, path_for(checkpoint.epoch));
-  std::set<int64_t> epochs = saved_epochs(folder_);
-  while (static_cast<int>(epochs.size()) > keep_) {
-    fs::remove(path_for(*epochs.begin()), error);  // a file we cannot remove only costs space
-    epochs.erase(epochs.begin());
+  // Only older epochs go: never the one just saved, whatever else the folder holds.
+  std::map<int64_t, fs::path> saved = saved_checkpoints(folder_);
+  int64_t kept = static_cast<int64_t>(saved.size());
+  for (const auto& [epoch, path] : saved) {
+    if (kept <= keep_ || epoch >= checkpoint.epoch) break;
+    fs::remove(path, error);  // a file we cannot remove only costs space
+    --kept;
   }
 }
 
@@ -61,7 +76,7 @@ int64_t resume_from_latest(const CheckpointDir& dir, models::Module& net, models
   models::Checkpoint checkpoint;
   fail_together([&] {
     if (kolo::rank() != 0 || dir.latest_epoch() == 0) return;
-    checkpoint = models::load_checkpoint(dir.path_for(dir.latest_epoch()));
+    checkpoint = models::load_checkpoint(dir.latest_path());
     models::restore(checkpoint, net, &optimizer);
     epoch[0] = checkpoint.epoch;
   });

@@ -22,8 +22,11 @@ class CheckpointDir {
   std::string path_for(int64_t epoch) const;
   // The epoch of the newest checkpoint in the folder; 0 if there is none (or no folder).
   int64_t latest_epoch() const;
+  // That checkpoint's file, as named in the folder; empty if there is none.
+  std::string latest_path() const;
   // Creates the folder if needed, writes <folder>/checkpoint-epoch-<epoch>.kolo atomically,
-  // then removes the older ones beyond `keep`. Throws kolo::Error naming the path on failure.
+  // then removes the oldest ones beyond `keep`, only those of earlier epochs. Throws
+  // kolo::Error naming the path on failure.
   void save(const models::Checkpoint& checkpoint) const;
 
  private:

@@ -70,11 +70,20 @@ TrainingResult run_training(TrainingRun& run) {
     kolo::set_cuda_stream(models::compute_stream(device));
     if (root) std::printf("computing on cuda:%d\n", device.index);
   }
+  // A new run must not mix its checkpoints with another run's: the newest would be the
+  // other's, and --resume would continue that one.
+  fail_together([&] {
+    if (!root || flags.resume || checkpoints.latest_epoch() == 0) return;
+    throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                      "--checkpoint-dir " + checkpoints.folder() + " holds checkpoints of another run (newest: " +
+                          checkpoints.latest_path() +
+                          "): pass --resume to continue it, or give a folder without checkpoints");
+  });
   if (flags.resume) {
     result.first_epoch = resume_from_latest(checkpoints, run.net, run.optimizer, run.metadata);
     if (root) {
       if (result.first_epoch > 0) {
-        std::printf("resumed from %s\n", checkpoints.path_for(result.first_epoch).c_str());
+        std::printf("resumed from %s\n", checkpoints.latest_path().c_str());
       } else {
         std::printf("no checkpoint in %s: starting from the beginning\n", checkpoints.folder().c_str());
       }

@@ -206,7 +206,8 @@ bool is_temporary_of(const std::string& name, const std::string& target) {
 // (taken by write_file for the writer's lifetime) is free. Best effort: a file that cannot
 // be opened or removed stays, and the save goes on (it fails by itself if the directory
 // cannot take a file). A save racing another process's save to the same path may remove
-// that one's file before it is locked; that save then fails at its rename, never tears.
+// that one's file in the moment between its creation and its lock (create_temporary then
+// takes another name); once locked, a file is held until it is renamed.
 void remove_abandoned_temporaries(const std::string& path) {
   const std::filesystem::path target(path);
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
@@ -266,11 +267,18 @@ void write_file(const Checkpoint& c, const std::string& path, uint64_t body_byte
   sink.flush();
 
   if (::fsync(temp.fd) != 0) throw OsFailure{"fsync " + temp.path, errno};
+  // The lock belongs to the open file, not the descriptor: a duplicate keeps it until after
+  // the rename, so that another save's clean-up cannot take the file between the close
+  // (where NFS reports late write errors) and the rename.
+  const int lock_fd = ::dup(temp.fd);
+  if (lock_fd < 0) throw OsFailure{"dup " + temp.path, errno};
   const int fd = temp.fd;
-  temp.fd = -1;
-  if (::close(fd) != 0) throw OsFailure{"close " + temp.path, errno};  // NFS reports late errors here
+  temp.fd = lock_fd;  // closed by TempFile, on failure too
+  if (::close(fd) != 0) throw OsFailure{"close " + temp.path, errno};
   if (::rename(temp.path.c_str(), path.c_str()) != 0) throw OsFailure{"rename " + temp.path, errno};
   temp.renamed = true;
+  ::close(temp.fd);
+  temp.fd = -1;
   sync_directory(path);
 }
 

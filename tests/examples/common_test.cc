@@ -112,6 +112,27 @@ TEST_CASE("the checkpoint folder finds the newest epoch and keeps the newest fil
   CHECK(CheckpointDir("").latest_epoch() == 0);
 }
 
+TEST_CASE("the checkpoint folder never removes the epoch it just saved, and reads names as it finds them",
+          "[checkpoint]") {
+  const fs::path dir = scratch("ckpt_other_run");
+  CheckpointDir checkpoints(dir.string(), 2);
+  std::unique_ptr<models::Net> net = models::mnist_convnet();
+  models::initialize(*net, 1);
+  for (int64_t epoch = 2; epoch <= 3; ++epoch) checkpoints.save(models::make_checkpoint(*net, nullptr, epoch));
+  // Epoch 1 of another run in the same folder: the oldest, but the one just written.
+  checkpoints.save(models::make_checkpoint(*net, nullptr, 1));
+  CHECK(fs::exists(checkpoints.path_for(1)));
+  CHECK(fs::exists(checkpoints.path_for(2)));
+  CHECK(fs::exists(checkpoints.path_for(3)));
+  // Another zero padding is the same epoch, opened by its own name; a number too large for
+  // an epoch is not a checkpoint.
+  fs::rename(checkpoints.path_for(3), dir / "checkpoint-epoch-07.kolo");
+  std::ofstream(dir / "checkpoint-epoch-99999999999999999999.kolo") << "not a checkpoint";
+  CHECK(checkpoints.latest_epoch() == 7);
+  CHECK(checkpoints.latest_path() == (dir / "checkpoint-epoch-07.kolo").string());
+  CHECK(models::load_checkpoint(checkpoints.latest_path()).epoch == 3);
+}
+
 TEST_CASE("count_correct counts first maxima at the label within the given rows", "[evaluate]") {
   const models::Tensor logits = models::Tensor::from({4, 3}, {0, 2, 1,  //
                                                                5, 5, 1,  // tie: the first maximum (0) counts

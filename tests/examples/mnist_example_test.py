@@ -171,6 +171,14 @@ def resume(runner, work):
     check(f"test accuracy {b[2]['val_acc'][:6]}" in done.stdout, "a finished run reports another accuracy",
           done.stdout)
 
+    # A new run (no --resume) in a folder with another run's checkpoints is refused, and
+    # leaves them as they were.
+    before = sorted(os.listdir(parts))
+    done = runner.run(2, *parts_flags)
+    check(done.returncode != 0 and "holds checkpoints of another run" in done.stdout + done.stderr,
+          "a new run in a folder of checkpoints was not refused", done.stdout + done.stderr)
+    check(sorted(os.listdir(parts)) == before, f"the refused run changed the folder: {sorted(os.listdir(parts))}")
+
 
 def bad_flags(runner, work):
     cases = [
