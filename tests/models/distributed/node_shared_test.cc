@@ -70,6 +70,26 @@ void compare_paths(MakeOptimizer make, DistributedOptions options, int steps, bo
   }
 }
 
+// A seeded net, SGD and a node-shared DistributedOptimizer named `prefix`, after one
+// backward pass on every rank's own batch.
+struct AfterBackward {
+  std::unique_ptr<Net> net;
+  SGD sgd;
+  DistributedOptimizer opt;
+
+  AfterBackward(uint64_t seed, const std::string& prefix)
+      : net(seeded_mnist(seed)), sgd(net->parameters(), {.lr = 0.1}),
+        opt(sgd, *net, {.name_prefix = prefix, .node_shared_update = true}) {
+    opt.zero_grad();
+    train_pass(*net, mnist_data(), rank() * kBatch, kBatch);
+  }
+  std::vector<float> values() const {
+    std::vector<float> all;
+    for (Parameter* p : net->parameters()) all.insert(all.end(), p->value.data(), p->value.data() + p->value.numel());
+    return all;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("node_shared_update: SGD with momentum and decay steps as the allreduce path does",
@@ -171,37 +191,25 @@ TEST_CASE("node_shared_update: ranks with different optimizers are refused at co
 TEST_CASE("node_shared_update: ranks that disagree on synchronize() fail at once with a message",
           "[distributed][node_shared]") {
   if (size() == 1) return;
-  const Dataset& data = mnist_data();
-  auto net = seeded_mnist(60);
-  SGD sgd(net->parameters(), {.lr = 0.1});
-  DistributedOptimizer opt(sgd, *net, {.name_prefix = "disagree/", .node_shared_update = true});
-  opt.zero_grad();
-  train_pass(*net, data, rank() * kBatch, kBatch);
+  AfterBackward job(60, "disagree/");
   const auto message = Catch::Matchers::Contains("every rank must call synchronize() before step(), or none");
-  if (rank() == 0) REQUIRE_THROWS_WITH(opt.synchronize(), message);
-  else REQUIRE_THROWS_WITH(opt.step(), message);
+  if (rank() == 0) REQUIRE_THROWS_WITH(job.opt.synchronize(), message);
+  else REQUIRE_THROWS_WITH(job.opt.step(), message);
 }
 
 TEST_CASE("node_shared_update: stepping the wrapped optimizer directly is refused before it updates anything",
           "[distributed][node_shared]") {
   if (size() == 1) return;
-  const Dataset& data = mnist_data();
-  auto net = seeded_mnist(70);
-  SGD sgd(net->parameters(), {.lr = 0.1});
-  DistributedOptimizer opt(sgd, *net, {.name_prefix = "direct/", .node_shared_update = true});
-  opt.zero_grad();
-  train_pass(*net, data, rank() * kBatch, kBatch);
-  opt.synchronize();
-  std::vector<float> before;
-  for (Parameter* p : net->parameters()) before.insert(before.end(), p->value.data(), p->value.data() + p->value.numel());
-  REQUIRE_THROWS_WITH(sgd.step(), Catch::Matchers::Contains("must be stepped through the DistributedOptimizer"));
-  std::vector<float> after;
-  for (Parameter* p : net->parameters()) after.insert(after.end(), p->value.data(), p->value.data() + p->value.numel());
+  AfterBackward job(70, "direct/");
+  job.opt.synchronize();
+  const std::vector<float> before = job.values();
+  REQUIRE_THROWS_WITH(job.sgd.step(), Catch::Matchers::Contains("must be stepped through the DistributedOptimizer"));
+  const std::vector<float> after = job.values();
   // The parameters are shared: every rank reads them before any rank's step() below writes.
   float flag = 0;
   kolo::allreduce("direct/read", kolo::TensorView{&flag, kolo::DType::Float32, {1}});
   CHECK(after == before);
-  REQUIRE(opt.step());  // the DistributedOptimizer's own step still works
+  REQUIRE(job.opt.step());  // the DistributedOptimizer's own step still works
 }
 
 TEST_CASE("node_shared_update: nothing is left in /dev/shm once the ranks have mapped the segment",
