@@ -343,10 +343,6 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
     if (o.blacklist_cooldown) ignored("--blacklist-cooldown-range", "it is for elastic jobs");
     if (elastic_timeout->count() > 0) ignored("--elastic-timeout", "it is for elastic jobs");
   }
-  if (o.gloo) {
-    if (!o.mpi_args.empty()) ignored("--mpi-args", "a Gloo job runs no mpirun or srun");
-    if (launcher != "auto") ignored("--launcher", "a Gloo job runs no mpirun or srun");
-  }
   if (o.command.empty()) bad_command_line("no program given: kolorun -np N [flags] program [args...]");
   return o;
 }
