@@ -202,18 +202,18 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
                                "KOLO_CACHE_CAPACITY, response-cache slots (0: no cache)")
                     ->check(CLI::Range(0LL, 1LL << 20));
   app.add_flag("--disable-cache", o.disable_cache, "KOLO_CACHE_CAPACITY=0")->excludes(cache);
-  app.add_option("--timeline-filename", o.timeline_filename,
-                 "KOLO_TIMELINE: rank 0 writes a Chrome-trace timeline there");
+  auto* timeline_file = app.add_option("--timeline-filename", o.timeline_filename,
+                                       "KOLO_TIMELINE: rank 0 writes a Chrome-trace timeline there");
   app.add_flag("--timeline-mark-cycles", o.timeline_mark_cycles,
                "KOLO_TIMELINE_MARK_CYCLES=1: the timeline marks each negotiation cycle");
   app.add_flag("--hierarchical-allreduce", o.hierarchical_allreduce,
                "KOLO_HIERARCHICAL_ALLREDUCE=1");
   app.add_flag("--hierarchical-allgather", o.hierarchical_allgather,
                "KOLO_HIERARCHICAL_ALLGATHER=1");
-  app.add_option("--log-level", o.log_level,
-                 "KOLO_LOG_LEVEL: trace, debug, info, warning, error or fatal");
+  auto* log_level = app.add_option("--log-level", o.log_level,
+                                   "KOLO_LOG_LEVEL: trace, debug, info, warning, error or fatal");
   app.add_flag("--autotune", o.autotune, "KOLO_AUTOTUNE=1");
-  app.add_option("--autotune-log-file", o.autotune_log_file, "KOLO_AUTOTUNE_LOG");
+  auto* autotune_log = app.add_option("--autotune-log-file", o.autotune_log_file, "KOLO_AUTOTUNE_LOG");
   auto* no_stall_check = app.add_flag("--no-stall-check", o.no_stall_check, "KOLO_STALL_CHECK_DISABLE=1");
   // The stall times would do nothing with the check off: refused together.
   app.add_option("--stall-check-warning-time-seconds", o.stall_check_warning_seconds,
@@ -225,9 +225,9 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
       ->check(number_from(0, true))
       ->excludes(no_stall_check);
 
-  app.add_option("--network-interface,--network-interfaces", o.network_interface,
-                 "interfaces or subnets MPI uses (btl/oob_tcp_if_include), e.g. eth0, eth0,eth1 "
-                 "or 10.0.0.0/24; interface names also set NCCL_SOCKET_IFNAME");
+  auto* interface = app.add_option("--network-interface,--network-interfaces", o.network_interface,
+                                   "interfaces or subnets MPI uses (btl/oob_tcp_if_include), e.g. eth0, eth0,eth1 "
+                                   "or 10.0.0.0/24; interface names also set NCCL_SOCKET_IFNAME");
   app.add_option("--start-timeout", o.start_timeout_seconds,
                  "seconds for every rank's process to start (0: no bound)")
       ->capture_default_str()
@@ -248,8 +248,9 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   app.add_option("--slots-per-host,--slots", o.slots_per_host,
                  "elastic: the slots of a discovered host that does not say (default 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--host-discovery-script", o.host_discovery_script,
-                 "elastic: a program printing the available hosts, one 'host[:slots]' per line; run every second");
+  auto* discovery = app.add_option(
+      "--host-discovery-script", o.host_discovery_script,
+      "elastic: a program printing the available hosts, one 'host[:slots]' per line; run every second");
   auto* elastic_timeout = app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
                  "elastic: seconds a re-forming job waits for its workers and for --min-np slots (default 600)")
       ->check(number_from(0, false));
@@ -258,8 +259,8 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   std::string cooldown_range;
   app.add_option("--blacklist-cooldown-range", cooldown_range,
                  "elastic: MIN MAX seconds a failed host stays out (a random time between); default: for good");
-  app.add_option("--output-filename", o.output_filename,
-                 "directory for per-rank logs: DIR/rank.N/stdout and DIR/rank.N/stderr");
+  auto* output_dir = app.add_option("--output-filename", o.output_filename,
+                                    "directory for per-rank logs: DIR/rank.N/stdout and DIR/rank.N/stderr");
   std::string mpi_args;
   app.add_option("--mpi-args", mpi_args, "extra arguments for mpirun (or srun), space-separated");
 
@@ -274,6 +275,10 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
     bad_command_line(e.what());
   }
 
+  // A file, folder, level or interface given empty would silently mean "not given".
+  for (const CLI::Option* option : {timeline_file, log_level, autotune_log, interface, discovery, output_dir})
+    if (option->count() > 0 && option->as<std::string>().empty())
+      bad_command_line(option->get_name() + " needs a value, not ''");
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
   else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-')
@@ -338,7 +343,8 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
     std::cerr << "kolorun: " << flags << " ignored: " << why << "\n";
   };
   if (!o.elastic()) {
-    if (o.slots_per_host) ignored("--slots-per-host", "it is for elastic jobs (--min-np, --max-np, --host-discovery-script)");
+    if (o.slots_per_host)
+      ignored("--slots-per-host", "it is for elastic jobs (--min-np, --max-np, --host-discovery-script)");
     if (o.reset_limit) ignored("--reset-limit", "it is for elastic jobs");
     if (o.blacklist_cooldown) ignored("--blacklist-cooldown-range", "it is for elastic jobs");
     if (elastic_timeout->count() > 0) ignored("--elastic-timeout", "it is for elastic jobs");

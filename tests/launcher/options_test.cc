@@ -165,6 +165,11 @@ TEST_CASE("a bad command line is an error that names the problem", "[options]") 
              Contains("--mpi-args '-np': kolorun gives mpirun that itself"));
   CHECK_THAT(error_of({"-np", "1", "--mpi-args", "--hostfile=h", "prog"}), Contains("--mpi-args '--hostfile=h'"));
   CHECK(parse({"-np", "1", "--mpi-args", "--mca btl self,vader", "prog"}).mpi_args.size() == 3);
+  // An empty file, folder, level or interface would silently mean "not given".
+  for (const char* flag : {"--output-filename", "--timeline-filename", "--log-level", "--network-interface",
+                           "--autotune-log-file", "--host-discovery-script"})
+    CHECK(error_of({"-np", "1", flag, "", "prog"}) ==
+          "kolorun: " + std::string(flag) + " needs a value, not '' (see kolorun --help)");
   // A Gloo or elastic job has no launch command to print.
   CHECK_THAT(error_of({"-np", "1", "--gloo", "--dry-run", "prog"}), Contains("--dry-run prints the mpirun or srun"));
   CHECK_THAT(error_of({"--min-np", "1", "--dry-run", "prog"}), Contains("--dry-run prints the mpirun or srun"));
