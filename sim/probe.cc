@@ -37,19 +37,24 @@
 
 namespace {
 
-// Iterations per second of a floating-point loop, over `seconds`.
-double compute_rate(double seconds) {
+// `iterations` of a floating-point loop the compiler cannot drop: the probes' CPU work.
+void spin(int64_t iterations) {
   volatile double sink = 0;
   double x = 1.0;
+  for (int64_t i = 0; i < iterations; ++i) x = x * 1.0000001 + 1e-9;
+  sink = x;
+  (void)sink;
+}
+
+// Iterations per second of spin(), over `seconds`.
+double compute_rate(double seconds) {
   int64_t iterations = 0;
   const auto start = std::chrono::steady_clock::now();
   const auto end = start + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < end) {
-    for (int i = 0; i < 4096; ++i) x = x * 1.0000001 + 1e-9;
+    spin(4096);
     iterations += 4096;
   }
-  sink = x;
-  (void)sink;
   return double(iterations) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -96,16 +101,6 @@ std::pair<double, double> under_compute(int64_t bytes, double seconds) {
           median_over_ranks("probe.comm_slowdown", idle_rate / busy_rate)};
 }
 
-// `units` of a fixed floating-point loop: the same CPU work however the cores are shared.
-void compute_units(double units, int64_t iterations_per_unit) {
-  volatile double sink = 0;
-  double x = 1.0;
-  const auto iterations = static_cast<int64_t>(units * double(iterations_per_unit));
-  for (int64_t i = 0; i < iterations; ++i) x = x * 1.0000001 + 1e-9;
-  sink = x;
-  (void)sink;
-}
-
 // --shared-steps: steps of seeded unequal work, each ended by an allreduce, against steps of
 // equal work, in alternating blocks of 20. Returns rank 0's line of figures.
 std::string shared_steps(int steps, double cv, double unit_seconds) {
@@ -126,7 +121,7 @@ std::string shared_steps(int steps, double cv, double unit_seconds) {
     if (jittered)
       for (double& w : work) w = std::max(0.2, 1.0 + cv * normal(rng));
     const auto start = std::chrono::steady_clock::now();
-    compute_units(work[rank], iterations[0]);
+    spin(static_cast<int64_t>(work[rank] * double(iterations[0])));  // the same CPU work however cores are shared
     kolo::allreduce("probe.shared.step", kolo::view(token), {kolo::ReduceOp::Sum});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s < 2 * kBlock) continue;  // the first pair of blocks warms up

@@ -75,8 +75,10 @@ int64_t resume_from_latest(const CheckpointDir& dir, models::Module& net, models
   std::vector<int64_t> epoch{0};
   models::Checkpoint checkpoint;
   fail_together([&] {
-    if (kolo::rank() != 0 || dir.latest_epoch() == 0) return;
-    checkpoint = models::load_checkpoint(dir.latest_path());
+    if (kolo::rank() != 0) return;
+    const std::string newest = dir.latest_path();
+    if (newest.empty()) return;
+    checkpoint = models::load_checkpoint(newest);
     models::restore(checkpoint, net, &optimizer);
     epoch[0] = checkpoint.epoch;
   });

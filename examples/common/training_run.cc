@@ -73,11 +73,12 @@ TrainingResult run_training(TrainingRun& run) {
   // A new run must not mix its checkpoints with another run's: the newest would be the
   // other's, and --resume would continue that one.
   fail_together([&] {
-    if (!root || flags.resume || checkpoints.latest_epoch() == 0) return;
+    if (!root || flags.resume) return;
+    const std::string newest = checkpoints.latest_path();
+    if (newest.empty()) return;
     throw kolo::Error(kolo::StatusCode::InvalidArgument,
                       "--checkpoint-dir " + checkpoints.folder() + " holds checkpoints of another run (newest: " +
-                          checkpoints.latest_path() +
-                          "): pass --resume to continue it, or give a folder without checkpoints");
+                          newest + "): pass --resume to continue it, or give a folder without checkpoints");
   });
   if (flags.resume) {
     result.first_epoch = resume_from_latest(checkpoints, run.net, run.optimizer, run.metadata);
