@@ -107,13 +107,13 @@ def probe_under_compute(build):
             "--under-compute"]
 
 
-def variation(build):
+def variation(build, repeats=REPEATS, epochs=4):
     """(the np 2 runs' jitters, sorted; the pairs' np 2 / np 1 compute ratios, in repeat
     order) from measure_variation.py's interleaved runs."""
     with tempfile.TemporaryDirectory() as out:
         path = os.path.join(out, "variation.json")
         command = [sys.executable, os.path.join(HERE, "validation", "measure_variation.py"), "--ranks", "1,2",
-                   "--repeats", str(REPEATS), "--build", build, "--json", path]
+                   "--repeats", str(repeats), "--epochs", str(epochs), "--build", build, "--json", path]
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             sys.exit(f"calibrate: {' '.join(command)} failed:\n{done.stdout}{done.stderr}")

@@ -11,7 +11,9 @@ recommendations on the namespace hosts.
    of an np 1 run just before its np 2 and np 4 and one just after them. This machine's
    speed drifts by 10-30 % within minutes (np 1 by up to 40 % within one validation); the
    calibration's own np 1 ran minutes before. Each row's error is the median of its
-   rounds' errors;
+   rounds' errors; a last column gives the error with a busy-node slowdown (a rank's
+   compute with both cores computing over that alone) measured in the round itself, just
+   before its runs, instead of the calibration's, to tell whether that drifts too;
 2. with --links (root): np 2 and 4 over two namespace hosts (run_scaling.py --placements
    netns), unshaped and at each shaped rate, each round's baseline its np 1 on one host
    (before and after, as above). The link between the hosts is calibrated
@@ -19,7 +21,9 @@ recommendations on the namespace hosts.
    to kolo-sim as --link-GBps (a line rate: kolo-sim's Ethernet share of it applies), with
    the shaper's token bucket (--link-burst-bytes, tools/cluster/shape.sh's), not fitted. The hosts share this machine's cores: each host
    is given 1 device. Whether communication overlaps compute is measured at each rate as
-   sim/calibrate.py measures it on one host (kolo-sim-probe --under-compute);
+   sim/calibrate.py measures it on one host (kolo-sim-probe --under-compute), and the
+   share of each shaped rate kolo's allreduce achieves is checked against kolo-sim's
+   Ethernet share (kolo-sim-probe back to back at 64 KiB, 256 KiB and 1 MiB);
 3. with --links: for the synthetic benchmark's MNIST net at np 2 over the hosts at the
    slowest rate, kolo-sim ranks four settings (defaults, fp16 compression, a 5 ms cycle
    time, no fusion) from a profile of an np 1 timeline; each is then measured there.
@@ -89,15 +93,27 @@ def kolo_sim(args, *flags):
     return rows
 
 
+def busy_slowdown(args):
+    """A rank's compute per step with both cores computing over that alone, measured now
+    as sim/calibrate.py measures compute_slowdown_when_busy (measure_variation.py: the MNIST
+    job at np 1 and then np 2 on this machine, from their timelines), in one pair of
+    shorter runs. At least 1, as the calibration takes it."""
+    _, ratios = calibrate.variation(args.build, repeats=1, epochs=2)
+    return max(1.0, ratios[0])
+
+
 def scaling_rounds(args, extra, link_settings=(None,)):
     """{(placement, links, ranks): [epoch_s per round]} from run_scaling.py: per round and
     link setting, np 1, 2 and 4, then np 1 again, under the key ranks "1 after". The
     round's one-device input is the mean of its two np 1 runs (np1_of), which bracket
-    the runs it predicts: this machine's np 1 drifts by up to 40 % within minutes."""
+    the runs it predicts: this machine's np 1 drifts by up to 40 % within minutes. The
+    busy-node slowdown is measured in each round too, just before its runs (busy_slowdown),
+    under the key ("busy", links), to compare with the calibration's."""
     measured = {}
     for _ in range(args.rounds):
         for links in link_settings:
             shaped = ["--links", links] if links else []
+            measured.setdefault(("busy", links or "-"), []).append(busy_slowdown(args))
             for ranks, label in (("1,2,4", None), ("1", "1 after")):
                 with tempfile.TemporaryDirectory() as out:
                     run([sys.executable, os.path.join(ROOT, "bench", "scaling", "run_scaling.py"), "--images",
@@ -108,6 +124,24 @@ def scaling_rounds(args, extra, link_settings=(None,)):
                             key = (row["placement"], row["links"], label or int(row["ranks"]))
                             measured.setdefault(key, []).append(float(row["epoch_s"]))
     return measured
+
+
+def hardware_with_busy(path, busy, out):
+    """A copy of the hardware file `path` at `out` whose busy-node slowdown is `busy`; its
+    band (compute_slowdown_low and _high) keeps the calibration's spread, relative to the
+    new value."""
+    with open(path) as f:
+        hw = json.load(f)
+    scale = busy / hw["compute_slowdown_when_busy"]
+    value = round(busy, 3)
+    hw["compute_slowdown_when_busy"] = value
+    hw["compute_slowdown_low"] = min(value, round(hw.get("compute_slowdown_low", value) * scale, 3))
+    hw["compute_slowdown_high"] = max(value, round(hw.get("compute_slowdown_high", value) * scale, 3))
+    hw["sources"]["compute_slowdown_when_busy"] = ("sim/validate_this_machine.py: measured in the round, just "
+                                                   "before its runs (busy_slowdown)")
+    with open(out, "w") as f:
+        json.dump(hw, f, indent=2)
+    return out
 
 
 def np1_of(measured, placement, links):
@@ -124,22 +158,28 @@ def band(times):
 
 def row(label, times, predictions, points, rounds):
     """times and predictions: one per round, in round order; a prediction is (epoch, (p10
-    epoch, p90 epoch)). Appends the row's rounds to `rounds` for the per-round table."""
-    predicted = [p for p, _ in predictions]
+    epoch, p90 epoch), the busy-node slowdown measured in the round, the epoch predicted
+    with that instead of the calibration's). Appends the row's rounds to `rounds` for the
+    per-round table."""
+    predicted = [p[0] for p in predictions]
     points.append((label, times, statistics.median(predicted)))
-    rounds.append((label, [f"{t:.3f} → {p:.3f} ({100 * (p - t) / t:+.1f} %), band {lo:.3f}–{hi:.3f}"
-                           for t, (p, (lo, hi)) in zip(times, predictions)]))
+    rounds.append((label, [f"{t:.3f} → {p:.3f} ({100 * (p - t) / t:+.1f} %), band {lo:.3f}–{hi:.3f}, "
+                           f"busy {busy:.3f}" for t, (p, (lo, hi), busy, _) in zip(times, predictions)]))
     median, spread = band(times)
-    error = statistics.median(100 * (p - t) / t for p, t in zip(predicted, times))
-    inside = sum(lo <= t <= hi for t, (_, (lo, hi)) in zip(times, predictions))
-    lo, hi = (statistics.median(b[i] for _, b in predictions) for i in (0, 1))
+
+    def error(epochs):
+        return statistics.median(100 * (p - t) / t for p, t in zip(epochs, times))
+
+    inside = sum(lo <= t <= hi for t, (_, (lo, hi), _, _) in zip(times, predictions))
+    lo, hi = (statistics.median(p[1][i] for p in predictions) for i in (0, 1))
     return (f"| {label} | {median:.3f} | {spread} | {statistics.median(predicted):.3f} | {lo:.3f}–{hi:.3f} | "
-            f"{inside} of {len(times)} | {error:+.1f} % |")
+            f"{inside} of {len(times)} | {error(predicted):+.1f} % | {error([p[3] for p in predictions]):+.1f} % |")
 
 
 def rounds_table(rounds, count):
     """Each round of each row: measured → predicted (error), and the np 1 input."""
-    lines = ["Each round, measured epoch (s) → predicted (error); the np 1 rows, run before and after the round's "
+    lines = ["Each round, measured epoch (s) → predicted (error), and the busy-node slowdown measured in the round; "
+             "the np 1 rows, run before and after the round's "
              "np 2 and np 4, give the one-device input (their mean) of the rows below them:", "",
              "| run | " + " | ".join(f"round {i + 1}" for i in range(count)) + " |",
              "|---|" + "---|" * count]
@@ -221,6 +261,35 @@ def hardware_at_rate(args, cluster, netns_file, rate):
     with open(path, "w") as f:
         json.dump(hw, f, indent=2)
     return path, slowdown, slowdowns
+
+
+ACHIEVED_SIZES = (65536, 262144, 1048576)  # around the MNIST net's 249 KB of gradients
+
+
+def achieved_fractions(samples, rate):
+    """{bytes: share of the line rate achieved} from kolo-sim-probe's np 2 lines
+    ("bytes,2,seconds"): at np 2 each rank sends the whole vector once (a ring's two halves,
+    or recursive doubling's one exchange), so the rate achieved is bytes / seconds."""
+    line = gbytes_per_s(rate) * 1e9
+    out = {}
+    for sample in samples:
+        size, ranks, seconds = sample.split(",")
+        if int(ranks) == 2:
+            out[int(size)] = int(size) / float(seconds) / line
+    return out
+
+
+def achieved_at_rate(args, cluster, rate):
+    """What kolo's allreduce achieves of a shaped link's line rate, back to back (the shaper's
+    bucket drained), at np 2 over the hosts: a check of kolo-sim's Ethernet share, which the
+    predictions take, not an input to them."""
+    cluster.shape(rate, "")
+    probe = [os.path.join(args.build, "sim", "kolo-sim-probe"), "--reps", "20",
+             "--sizes", ",".join(map(str, ACHIEVED_SIZES))]
+    command, env = cluster.command(2, probe)
+    samples = [line for line in TAG.sub("", run(command, 600, env)).splitlines() if re.match(r"^\d+,2,", line)]
+    cluster.shape("", "")
+    return achieved_fractions(samples, rate)
 
 
 def synthetic_images_per_s(args, cluster, ranks, env, fp16):
@@ -305,39 +374,52 @@ def main():
     # Whole steps only, as kolo-sim runs them: the epoch's images are the steps' images.
     images = args.images // args.batch * args.batch
 
-    def per_round(np1_times, ranks, *flags):
+    def per_round(np1_times, busy_times, ranks, hardware, *flags):
         """kolo-sim's epoch at `ranks` for each round, from that round's np 1 epoch (from its
         images/s, printed to 0.1, rather than its epoch, printed to 0.01 s), and its band:
         the epochs at the efficiency's p90 and p10 (against kolo-sim's np 1, which is the
-        round's np 1 itself: one rank has no variation)."""
+        round's np 1 itself: one rank has no variation); then the round's busy-node slowdown
+        and the epoch predicted with it instead of the calibration's."""
         out = []
-        for np1 in np1_times:
-            rows = kolo_sim(args, *flags, "--ranks", f"1,{ranks}", "--model", "mnist_convnet", "--batch", args.batch,
-                            "--images", args.images, "--one-device-images-per-s", images / np1)
+        for np1, busy in zip(np1_times, busy_times):
+            def rows_with(hardware_file):
+                return kolo_sim(args, "--hardware", hardware_file, *flags, "--ranks", f"1,{ranks}", "--model",
+                                "mnist_convnet", "--batch", args.batch, "--images", args.images,
+                                "--one-device-images-per-s", images / np1)
+            rows = rows_with(hardware)
             one = images / rows[1][1]
             p10, p90 = rows[ranks][2] or (rows[ranks][1] / (ranks * rows[1][1]),) * 2
-            out.append((images / rows[ranks][1], (one / (ranks * p90), one / (ranks * p10))))
+            with tempfile.TemporaryDirectory() as work:
+                own = rows_with(hardware_with_busy(hardware, busy, os.path.join(work, "hardware.json")))
+            out.append((images / rows[ranks][1], (one / (ranks * p90), one / (ranks * p10)), busy,
+                        images / own[ranks][1]))
         return out
 
+    local_file = os.path.join(HERE, "hardware", "this_machine.json")
     measured = scaling_rounds(args, [])
     local_np1, local_np1_cells = np1_of(measured, "local", "-")
     lines = [f"Calibration: {calibration.strip().splitlines()[1]}; np 1 compute {1e3 / calibrated_rate:.4f} ms per "
              f"image in the calibration's run, {1e3 * statistics.median(local_np1) / images:.4f} ms in the local "
              "rounds' np 1 runs. Each round's prediction takes that round's np 1 epoch (the mean of its np 1 "
-             "runs before and after its np 2 and np 4) as kolo-sim's one-device input; the error is the median of the rounds' errors, so it need not be the error of the predicted "
-             "median against the measured one.", "",
+             "runs before and after its np 2 and np 4) as kolo-sim's one-device input; the error is the median of "
+             "the rounds' errors, so it need not be the error of the predicted median against the measured one. "
+             "The last column predicts with a busy-node slowdown measured in the round itself, just before its "
+             "runs (the MNIST job at np 1 and np 2, 2 epochs each, one pair where the calibration takes the median "
+             "of five), instead of the calibration's.", "",
              f"| run | measured epoch (s), median of {args.rounds} | noise band (min–max) | predicted (s), median | "
-             "predicted p10–p90 (medians of rounds) | measured inside the round's band | error, median of rounds |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "predicted p10–p90 (medians of rounds) | measured inside the round's band | error, median of rounds | "
+             "error with the round's busy-node slowdown |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     rounds.append(("local np 1, before / after", local_np1_cells))
     for ranks in (2, 4):
         lines.append(row(f"local np {ranks}", measured[("local", "-", ranks)],
-                         per_round(local_np1, ranks, "--hardware", "this_machine"), points, rounds))
+                         per_round(local_np1, measured[("busy", "-")], ranks, local_file), points, rounds))
 
     if links:
         with placements.NamespaceHosts(args.build, 2, 2) as cluster:
-            netns_file, fit = netns_hardware(args, cluster, os.path.join(HERE, "hardware", "this_machine.json"))
+            netns_file, fit = netns_hardware(args, cluster, local_file)
             hardware = {rate: hardware_at_rate(args, cluster, netns_file, rate) for rate in links}
+            achieved = {rate: achieved_at_rate(args, cluster, rate) for rate in links if rate != "none"}
         verdicts = [f"{rate} links {h[1]:.3g} times slower ({'overlaps' if calibrate.overlaps_compute(h[1]) else 'waits'})"
                     for rate, h in hardware.items()]
         lines[0] += (f" Between the namespace hosts (np 2, unshaped): latency {fit['latency_us']:.3g} us, "
@@ -345,13 +427,21 @@ def main():
                      "(kolo-sim-probe --under-compute at np 2, median of 3), each rate's hardware file saying "
                      f"whether communication overlaps compute (below {calibrate.OVERLAP_BELOW} times slower): "
                      + ", ".join(verdicts) + ".")
+        if achieved:
+            with open(os.path.join(HERE, "defaults.json")) as f:
+                share = json.load(f)["achieved_fraction"]["ethernet"]
+            lines[0] += (" What kolo's allreduce achieves of a shaped link's rate (kolo-sim-probe at np 2 between the "
+                         "hosts, 20 back to back, at " + " / ".join(f"{b // 1024} KiB" for b in ACHIEVED_SIZES) +
+                         f"; kolo-sim takes Ethernet's {share:g}): "
+                         + "; ".join(f"{rate} " + " / ".join(f"{fractions.get(b, float('nan')):.2f}" for b in ACHIEVED_SIZES)
+                                     for rate, fractions in achieved.items()) + ".")
         netns = scaling_rounds(args, ["--placements", "netns", "--hosts", "2"], links)
         for rate_name in links:
             np1, cells = np1_of(netns, "netns", rate_name)  # one rank on one host: the round's baseline
             rounds.append((f"netns np 1, {rate_name} links, before / after", cells))
             for ranks in (2, 4):
-                sim = per_round(np1, ranks, "--hardware", hardware[rate_name][0], "--gpus-per-node", ranks // 2,
-                                *shaped_flags(rate_name))
+                sim = per_round(np1, netns[("busy", rate_name)], ranks, hardware[rate_name][0], "--gpus-per-node",
+                                ranks // 2, *shaped_flags(rate_name))
                 lines.append(row(f"netns np {ranks}, {rate_name} links", netns[("netns", rate_name, ranks)], sim,
                                  points, rounds))
     lines += [""] + rounds_table(rounds, args.rounds)

@@ -2,7 +2,8 @@
 """Whether communication overlaps compute, measured per link rate on the namespace hosts
 (sim/validate_this_machine.py's hardware_at_rate, with sim/calibrate.py's probe parsing and
 threshold): the median of three probes decides, the rate's file says it with its runs, and
-the link is left unshaped afterwards. The probe is a stand-in printing fixed figures."""
+the link is left unshaped afterwards. The probe is a stand-in printing fixed figures. And
+the share of a shaped link's rate kolo's allreduce achieves, from the probe's lines."""
 import json
 import os
 import sys
@@ -63,6 +64,12 @@ def main():
     check([1.4, 1.3, 1.6], True, 1.4, failures)      # a slow link moves the bytes itself
     check([102.0, 1.5, 190.0], False, 102.0, failures)  # one low probe does not decide
     check([5.2, 5.1, 5.5], False, 5.2, failures)      # 1 Gbit/s here: still waits
+    # The shaped link's achieved share: np 2 lines only, bytes / seconds over the line rate.
+    got = validate_this_machine.achieved_fractions(["262144,2,0.0262144", "1048576,2,0.16777216", "4096,4,1.0"],
+                                                   "100mbit")
+    want = {262144: 0.8, 1048576: 0.5}
+    if set(got) != set(want) or any(abs(got[k] - want[k]) > 1e-9 for k in want):
+        failures.append(f"achieved fractions at 100mbit: {got}, expected {want}")
     if calibrate.overlaps_compute(calibrate.OVERLAP_BELOW) or not calibrate.overlaps_compute(1.99):
         failures.append("the threshold: below 2 overlaps, 2 does not")
     for f in failures:
