@@ -84,6 +84,7 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
   if (!(slowdown <= hw.compute_slowdown_high))
     top.fail("compute_slowdown_high", "must be at least compute_slowdown_when_busy");
   if (top.has("comm_overlaps_compute")) hw.comm_overlaps_compute = top.boolean("comm_overlaps_compute");
+  if (top.has("comm_start_delay_ms")) hw.comm_start_delay_s = top.number("comm_start_delay_ms", true) * 1e-3;
   if (top.has("collectives")) {
     const std::string name = top.text("collectives");
     if (name != to_string(Collectives::nccl) && name != to_string(Collectives::mpi))

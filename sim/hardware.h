@@ -75,6 +75,13 @@ struct Hardware {
   // communication does not overlap it. True again where a slow link moves them (1.3-1.8
   // times at 100 Mbit/s): sim/calibrate.py's threshold, 2.
   bool comm_overlaps_compute = true;
+  // Where it does overlap but every device is a CPU core that computes: how late a rank's
+  // background thread gets a core to start a collective submitted mid-compute (the file's
+  // "comm_start_delay_ms"). It starts at the earlier of that and the rank's backward end,
+  // when the compute thread waits and frees the core. Measured by kolo-sim-probe
+  // --start-delay (sim/validate_this_machine.py, at each link rate between its namespace
+  // hosts); 0 on GPU clusters, whose CPU is free.
+  double comm_start_delay_s = 0;
   // How many times longer a rank's compute takes when every device of its node computes,
   // against one rank alone: shared caches and memory bandwidth, a hypervisor (this
   // machine's 2 vCPUs). Measured where the devices are CPU cores (sim/calibrate.py: np 2

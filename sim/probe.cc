@@ -1,6 +1,7 @@
 // kolo-sim-probe: times kolo's allreduce of one tensor at several sizes on this job's ranks,
 // for `kolo-sim fit-link` (sim/calibrate.py runs it). Rank 0 prints "bytes,ranks,seconds"
-// lines: the median of --reps timed allreduces after 3 untimed ones.
+// lines: the median of --reps timed allreduces after 3 untimed ones. With --idle-ms, every
+// allreduce follows that long with the link idle (a shaper's bucket refills), not the last.
 //
 // With --under-compute, it measures instead what communication and compute cost each other
 // on ranks that compute on every core: a thread keeps allreduces of --bytes in flight
@@ -9,6 +10,14 @@
 // "compute_loss,<share>" (1 − the compute rate beside the allreduces / alone) and
 // "comm_slowdown,<x>" (the allreduce rate idle / beside the compute): a hardware file's
 // "comm_slowdown_under_compute".
+//
+// With --start-delay, it measures how late a collective starts when it is submitted while
+// every core computes (its background thread must first get a core): each step submits an
+// allreduce of --bytes and then computes for 20 ms in slices of about 20 us, noting after
+// each slice whether the allreduce is done; the same steps with the rank idle (sleeping in
+// 20 us slices) are the baseline. Rank 0 prints, as medians over the ranks of each rank's
+// median over steps, "start_idle_ms,<t>", "start_computing_ms,<t>" and
+// "start_delay_ms,<computing − idle>": a hardware file's "comm_start_delay_ms".
 //
 // With --shared-steps, it measures what a step costs when its ranks' compute differs: every
 // rank computes a seeded draw of work (1 + cv·z loop units, the same draws known to all)
@@ -20,6 +29,7 @@
 //
 //   kolorun -np 2 build/sim/kolo-sim-probe [--reps 20] [--sizes 4096,65536,1048576,16777216]
 //   kolorun -np 2 build/sim/kolo-sim-probe --under-compute
+//   kolorun -np 2 build/sim/kolo-sim-probe --start-delay [--bytes 4096]
 //   kolorun -np 4 build/sim/kolo-sim-probe --shared-steps [--cv 0.2] [--steps 400]
 #include <algorithm>
 #include <atomic>
@@ -101,6 +111,31 @@ std::pair<double, double> under_compute(int64_t bytes, double seconds) {
           median_over_ranks("probe.comm_slowdown", idle_rate / busy_rate)};
 }
 
+// --start-delay: per step, how long after its submission an allreduce of `bytes` is done
+// while the rank computes (or sleeps) in slices; the median over `steps` steps, in seconds.
+double completion_after_submit(int64_t bytes, bool computing, double step_s, int steps) {
+  std::vector<float> buffer(static_cast<std::size_t>(bytes / 4), 1.0f);
+  const auto slice_iterations = static_cast<int64_t>(compute_rate(0.2) * 20e-6);
+  std::vector<double> done_after;
+  for (int s = 0; s < steps; ++s) {
+    kolo::barrier();
+    const auto start = std::chrono::steady_clock::now();
+    const kolo::Handle handle = kolo::allreduce_async("probe.start_delay", kolo::view(buffer));
+    double done = -1, elapsed = 0;
+    while (elapsed < step_s && !(done >= 0 && !computing)) {
+      if (computing) spin(slice_iterations);
+      else std::this_thread::sleep_for(std::chrono::microseconds(20));
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (done < 0 && handle.ready()) done = elapsed;
+    }
+    handle.wait();  // a rank that computes on keeps computing; one not done by the end waits
+    if (done < 0) done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    done_after.push_back(done);
+  }
+  std::nth_element(done_after.begin(), done_after.begin() + done_after.size() / 2, done_after.end());
+  return done_after[done_after.size() / 2];
+}
+
 // --shared-steps: steps of seeded unequal work, each ended by an allreduce, against steps of
 // equal work, in alternating blocks of 20. Returns rank 0's line of figures.
 std::string shared_steps(int steps, double cv, double unit_seconds) {
@@ -149,13 +184,17 @@ int main(int argc, char** argv) {
   int reps = 20;
   std::vector<int64_t> sizes = {4096, 65536, 1 << 20, 16 << 20};
   app.add_option("--reps", reps, "timed allreduces per size")->capture_default_str()->check(CLI::Range(1, 10000));
+  double idle_ms = 0;
+  app.add_option("--idle-ms", idle_ms, "the ranks sleep this long (after a barrier) before each timed allreduce")
+      ->check(CLI::Range(0.0, 10000.0));
   app.add_option("--sizes", sizes, "message sizes in bytes (multiples of 4)")->delimiter(',')->check(CLI::Range(int64_t{4}, int64_t{1} << 31));
   bool measure_under_compute = false;
-  int64_t bytes = 1 << 20;
+  int64_t bytes = 0;  // 0: each mode's own default
   app.add_flag("--under-compute", measure_under_compute, "measure what allreduces and compute cost each other (see above)");
-  app.add_option("--bytes", bytes, "the allreduces' size for --under-compute")
-      ->capture_default_str()
+  app.add_option("--bytes", bytes, "the allreduces' size for --under-compute (default 1 MiB) and --start-delay (4 KiB)")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 30));
+  bool measure_start_delay = false;
+  app.add_flag("--start-delay", measure_start_delay, "measure how late a collective starts while every core computes (see above)");
   bool measure_shared_steps = false;
   int steps = 400;
   double cv = 0.2;
@@ -175,8 +214,21 @@ int main(int argc, char** argv) {
     kolo::shutdown();
     return 0;
   }
+  if (measure_start_delay) {
+    constexpr double kStepSeconds = 0.02;
+    constexpr int kSteps = 60;
+    const int64_t size = bytes > 0 ? bytes : 4096;
+    const double idle = median_over_ranks("probe.start_idle", completion_after_submit(size, false, kStepSeconds, kSteps));
+    const double computing =
+        median_over_ranks("probe.start_computing", completion_after_submit(size, true, kStepSeconds, kSteps));
+    if (kolo::rank() == 0)
+      std::printf("start_idle_ms,%.4f\nstart_computing_ms,%.4f\nstart_delay_ms,%.4f\n", 1e3 * idle, 1e3 * computing,
+                  1e3 * std::max(0.0, computing - idle));
+    kolo::shutdown();
+    return 0;
+  }
   if (measure_under_compute) {
-    const auto [compute_loss, comm_slowdown] = under_compute(bytes, 1.0);
+    const auto [compute_loss, comm_slowdown] = under_compute(bytes > 0 ? bytes : int64_t{1} << 20, 1.0);
     if (kolo::rank() == 0) std::printf("compute_loss,%.4f\ncomm_slowdown,%.4f\n", compute_loss, comm_slowdown);
     kolo::shutdown();
     return 0;
@@ -187,6 +239,10 @@ int main(int argc, char** argv) {
     std::vector<float> buffer(static_cast<std::size_t>(bytes / 4), 1.0f);
     std::vector<double> times;
     for (int i = 0; i < reps + 3; ++i) {
+      if (idle_ms > 0) {
+        kolo::barrier();
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(idle_ms));
+      }
       const auto start = std::chrono::steady_clock::now();
       kolo::allreduce("probe." + std::to_string(bytes), kolo::view(buffer), {kolo::ReduceOp::Sum});
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

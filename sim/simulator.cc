@@ -178,6 +178,19 @@ class Engine {
     return static_cast<std::size_t>(std::upper_bound(ready_fraction_.begin(), ready_fraction_.end(), x) -
                                     ready_fraction_.begin());
   }
+  // How many of the step's gradients rank r's background thread has seen by time t. Where a
+  // collective may run during compute but the compute holds every core, the thread sees a
+  // submission only hw.comm_start_delay_s later, or at the end of backward, when the
+  // compute thread waits and frees its core (hardware.h).
+  std::size_t seen_by(int r, double t) const {
+    const bool starved = hw_.comm_overlaps_compute && hw_.comm_start_delay_s > 0 && t < backward_end(r);
+    return submitted_by(r, starved ? t - hw_.comm_start_delay_s : t);
+  }
+  // When rank r's background thread sees gradient k: seen_by's inverse.
+  double seen_time(int r, std::size_t k) const {
+    if (!hw_.comm_overlaps_compute) return submit_time(r, k);
+    return std::min(submit_time(r, k) + hw_.comm_start_delay_s, backward_end(r));
+  }
   // When rank r's cycle, woken at `wake`, takes its queue: after the burst under way.
   double settle(int r, double wake) const {
     std::size_t k = submitted_by(r, wake);
@@ -250,7 +263,7 @@ class Engine {
           if (caller < wake && submitted_by(r, caller) > accepted_[r]) wake = std::max(free_at_, caller);
           entry = settle(r, wake);
         }
-        const std::size_t taken = std::max(accepted_[r], submitted_by(r, entry));
+        const std::size_t taken = std::max(accepted_[r], seen_by(r, entry));
         if (taken > accepted_[r]) {
           any_news = true;
           for (std::size_t k = accepted_[r]; k < taken && !any_named; ++k) any_named = !cached[k];
@@ -336,7 +349,7 @@ class Engine {
   void skip_idle_cycles(double entry_all) {
     double first = std::numeric_limits<double>::infinity();
     for (int r = 0; r < p_; ++r)
-      if (accepted_[r] < requests_.size()) first = std::min(first, submit_time(r, accepted_[r]));
+      if (accepted_[r] < requests_.size()) first = std::min(first, seen_time(r, accepted_[r]));
     const double before = last_cycle_start_;
     if (cycle_time_s_ <= 0) {
       last_cycle_start_ = std::max(entry_all, first);

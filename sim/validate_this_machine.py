@@ -21,7 +21,8 @@ recommendations on the namespace hosts.
    to kolo-sim as --link-GBps (a line rate: kolo-sim's Ethernet share of it applies), with
    the shaper's token bucket (--link-burst-bytes, tools/cluster/shape.sh's), not fitted. The hosts share this machine's cores: each host
    is given 1 device. Whether communication overlaps compute is measured at each rate as
-   sim/calibrate.py measures it on one host (kolo-sim-probe --under-compute), and the
+   sim/calibrate.py measures it on one host (kolo-sim-probe --under-compute), how late a
+   collective submitted mid-compute starts (kolo-sim-probe --start-delay), and the
    share of each shaped rate kolo's allreduce achieves is checked against kolo-sim's
    Ethernet share (kolo-sim-probe back to back at 64 KiB, 256 KiB and 1 MiB);
 3. with --links: for the synthetic benchmark's MNIST net at np 2 over the hosts at the
@@ -263,33 +264,76 @@ def hardware_at_rate(args, cluster, netns_file, rate):
     return path, slowdown, slowdowns
 
 
+def start_delay_at_rate(args, cluster, path, rate):
+    """Writes into the rate's hardware file (`path`) how late a collective submitted while
+    every core computes starts there (kolo-sim-probe --start-delay at np 2 over the hosts):
+    kolo-sim applies it where the file says communication overlaps compute. Returns the
+    probe's (delay, idle, computing), in ms."""
+    cluster.shape("" if rate == "none" else rate, "")
+    command, env = cluster.command(2, [os.path.join(args.build, "sim", "kolo-sim-probe"), "--start-delay"])
+    out = TAG.sub("", run(command, 300, env))
+    cluster.shape("", "")
+    figures = {k: float(v) for k, v in re.findall(r"start_(\w+)_ms,([\d.]+)", out)}
+    if set(figures) != {"delay", "idle", "computing"}:
+        sys.exit(f"validate: no start_delay_ms/start_idle_ms/start_computing_ms lines from the probe:\n{out}")
+    with open(path) as f:
+        hw = json.load(f)
+    hw["comm_start_delay_ms"] = round(figures["delay"], 3)
+    hw["sources"]["comm_start_delay_ms"] = (
+        f"sim/validate_this_machine.py: kolo-sim-probe --start-delay at np 2 over the hosts at {rate} links: a 4 KiB "
+        f"allreduce submitted as both ranks start 20 ms of compute is done after {figures['computing']:.3g} ms, "
+        f"after {figures['idle']:.3g} ms on idle ranks (medians of 60 steps)")
+    with open(path, "w") as f:
+        json.dump(hw, f, indent=2)
+    return figures["delay"], figures["idle"], figures["computing"]
+
+
 ACHIEVED_SIZES = (65536, 262144, 1048576)  # around the MNIST net's 249 KB of gradients
+BUCKET_PROBE_BYTES = 262144  # past shape.sh's 128 KiB bucket, below tbf's queue (20 ms: 250 KB at 100 Mbit/s)
 
 
-def achieved_fractions(samples, rate):
-    """{bytes: share of the line rate achieved} from kolo-sim-probe's np 2 lines
-    ("bytes,2,seconds"): at np 2 each rank sends the whole vector once (a ring's two halves,
-    or recursive doubling's one exchange), so the rate achieved is bytes / seconds."""
-    line = gbytes_per_s(rate) * 1e9
+def probe_seconds(samples):
+    """{bytes: seconds} from kolo-sim-probe's np 2 lines ("bytes,2,seconds")."""
     out = {}
     for sample in samples:
         size, ranks, seconds = sample.split(",")
         if int(ranks) == 2:
-            out[int(size)] = int(size) / float(seconds) / line
+            out[int(size)] = float(seconds)
     return out
+
+
+def achieved_fractions(samples, rate):
+    """{bytes: share of the line rate achieved} from kolo-sim-probe's np 2 lines: at np 2
+    each rank sends the whole vector once (a ring's two halves, or recursive doubling's one
+    exchange), so the rate achieved is bytes / seconds."""
+    line = gbytes_per_s(rate) * 1e9
+    return {size: size / seconds / line for size, seconds in probe_seconds(samples).items()}
+
+
+def bucket_bytes(back_to_back_s, after_idle_s, size):
+    """The bytes a shaper's bucket let through free, as kolo's allreduce gets them: one of
+    `size` after the link was idle saves (back_to_back - after_idle) seconds against one
+    behind a drained bucket, worth that many bytes at the drained rate (size / back_to_back)."""
+    return max(0.0, (back_to_back_s - after_idle_s) * size / back_to_back_s)
 
 
 def achieved_at_rate(args, cluster, rate):
     """What kolo's allreduce achieves of a shaped link's line rate, back to back (the shaper's
-    bucket drained), at np 2 over the hosts: a check of kolo-sim's Ethernet share, which the
-    predictions take, not an input to them."""
+    bucket drained), at np 2 over the hosts, and what the bucket gives it after 40 ms idle
+    (at BUCKET_PROBE_BYTES): checks of kolo-sim's Ethernet share and of the bucket it is
+    given (shape.sh's), not inputs. Returns ({bytes: share}, free bytes or None)."""
     cluster.shape(rate, "")
     probe = [os.path.join(args.build, "sim", "kolo-sim-probe"), "--reps", "20",
              "--sizes", ",".join(map(str, ACHIEVED_SIZES))]
-    command, env = cluster.command(2, probe)
-    samples = [line for line in TAG.sub("", run(command, 600, env)).splitlines() if re.match(r"^\d+,2,", line)]
+    runs = []
+    for idle in ([], ["--idle-ms", "40"]):
+        command, env = cluster.command(2, probe + idle)
+        runs.append([line for line in TAG.sub("", run(command, 600, env)).splitlines() if re.match(r"^\d+,2,", line)])
     cluster.shape("", "")
-    return achieved_fractions(samples, rate)
+    back_to_back, after_idle = (probe_seconds(samples) for samples in runs)
+    free = (bucket_bytes(back_to_back[BUCKET_PROBE_BYTES], after_idle[BUCKET_PROBE_BYTES], BUCKET_PROBE_BYTES)
+            if BUCKET_PROBE_BYTES in back_to_back and BUCKET_PROBE_BYTES in after_idle else None)
+    return achieved_fractions(runs[0], rate), free
 
 
 def synthetic_images_per_s(args, cluster, ranks, env, fp16):
@@ -420,13 +464,18 @@ def main():
             netns_file, fit = netns_hardware(args, cluster, local_file)
             hardware = {rate: hardware_at_rate(args, cluster, netns_file, rate) for rate in links}
             achieved = {rate: achieved_at_rate(args, cluster, rate) for rate in links if rate != "none"}
+            delays = {rate: start_delay_at_rate(args, cluster, hardware[rate][0], rate) for rate in links}
         verdicts = [f"{rate} links {h[1]:.3g} times slower ({'overlaps' if calibrate.overlaps_compute(h[1]) else 'waits'})"
                     for rate, h in hardware.items()]
         lines[0] += (f" Between the namespace hosts (np 2, unshaped): latency {fit['latency_us']:.3g} us, "
                      f"bandwidth {fit['bandwidth_GBps']:.3g} GB/s. An allreduce between them beside compute "
                      "(kolo-sim-probe --under-compute at np 2, median of 3), each rate's hardware file saying "
                      f"whether communication overlaps compute (below {calibrate.OVERLAP_BELOW} times slower): "
-                     + ", ".join(verdicts) + ".")
+                     + ", ".join(verdicts) + ". How late a collective submitted mid-compute starts (kolo-sim-probe "
+                     "--start-delay at np 2: a 4 KiB allreduce done after, computing against idle; kolo-sim applies "
+                     "it where communication overlaps compute): "
+                     + ", ".join(f"{rate} links {d:.1f} ms ({c:.1f} against {i:.1f})" for rate, (d, i, c) in delays.items())
+                     + ".")
         if achieved:
             with open(os.path.join(HERE, "defaults.json")) as f:
                 share = json.load(f)["achieved_fraction"]["ethernet"]
@@ -434,7 +483,12 @@ def main():
                          "hosts, 20 back to back, at " + " / ".join(f"{b // 1024} KiB" for b in ACHIEVED_SIZES) +
                          f"; kolo-sim takes Ethernet's {share:g}): "
                          + "; ".join(f"{rate} " + " / ".join(f"{fractions.get(b, float('nan')):.2f}" for b in ACHIEVED_SIZES)
-                                     for rate, fractions in achieved.items()) + ".")
+                                     for rate, (fractions, _) in achieved.items()) + ". What the shaper's bucket gives "
+                         f"it after 40 ms idle (a {BUCKET_PROBE_BYTES // 1024} KiB allreduce against one back to back, "
+                         "the time saved at the drained rate; kolo-sim is given shape.sh's bucket): "
+                         + "; ".join(f"{rate} {'?' if free is None else f'{free / 1024:.0f} KiB'} "
+                                     f"(shape.sh's {shaper_burst_bytes(rate) // 1024} KiB)"
+                                     for rate, (_, free) in achieved.items()) + ".")
         netns = scaling_rounds(args, ["--placements", "netns", "--hosts", "2"], links)
         for rate_name in links:
             np1, cells = np1_of(netns, "netns", rate_name)  # one rank on one host: the round's baseline

@@ -95,7 +95,7 @@ TEST_CASE("a missing field is named in the error") {
   }
 }
 
-TEST_CASE("a hardware file may give a link's achieved share, its own variation and whether comm overlaps compute") {
+TEST_CASE("a hardware file may give a link's achieved share, its own variation, whether comm overlaps compute and how late it starts") {
   nlohmann::json doc = valid();
   CHECK(parse_hardware(doc, "test").inter_node.achieved_fraction == 0);  // left to the defaults
   CHECK(parse_hardware(doc, "test").comm_overlaps_compute);
@@ -118,6 +118,12 @@ TEST_CASE("a hardware file may give a link's achieved share, its own variation a
   doc["comm_overlaps_compute"] = "no";
   CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("comm_overlaps_compute") && Contains("true or false"));
   doc["comm_overlaps_compute"] = false;
+  CHECK(parse_hardware(doc, "test").comm_start_delay_s == 0);  // a GPU cluster's CPU is free
+  doc["comm_start_delay_ms"] = 4.5;
+  CHECK(parse_hardware(doc, "test").comm_start_delay_s == Approx(0.0045));
+  doc["comm_start_delay_ms"] = -1;
+  CHECK_THROWS_WITH(parse_hardware(doc, "cluster.json"), Contains("comm_start_delay_ms") && Contains("negative"));
+  doc.erase("comm_start_delay_ms");
   doc["compute_slowdown_when_busy"] = 1.2;
   CHECK(parse_hardware(doc, "test").compute_slowdown_when_busy == 1.2);
   doc["compute_slowdown_when_busy"] = 0.9;

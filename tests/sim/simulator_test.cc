@@ -354,3 +354,25 @@ TEST_CASE("with jitter cv and 4 ranks on 2 devices, a step waits for (E[X(1)] + 
   CHECK(expected_order_statistic(4, 4) == Approx(expected_max_of_normals(4)).epsilon(1e-6));
   CHECK(r.epoch_s / (2000 * 0.1 * 2) == Approx(1 + cv * e / 2).epsilon(0.003));
 }
+
+TEST_CASE("a collective submitted mid-backward starts its measured delay late, or when backward ends", "[sim]") {
+  Hardware hw = cluster(4, 1);
+  Workload w = one_gradient(10'000'000, 0.5);  // 40 MB, ready halfway through backward: 33 ms before its end
+  w.images_per_epoch = 10 * 4 * 20;
+  const double allreduce = allreduce_seconds(4e7, hw, KoloSettings{});
+  REQUIRE(allreduce < 0.02);
+  const double backward_left = 0.1 * 2.0 / 3.0 / 2.0;  // forward a third of the step, the gradient halfway
+  hw.comm_start_delay_s = 0.5 * (backward_left - allreduce);  // still ends before backward does
+  CHECK(simulate(w, hw, KoloSettings{}).epoch_s / 20 == Approx(0.1).epsilon(1e-6));
+  hw.comm_start_delay_s = backward_left - allreduce / 2;  // half of it runs past backward's end
+  const double late = simulate(w, hw, KoloSettings{}).epoch_s / 20;
+  CHECK(late == Approx(0.1 + allreduce / 2).margin(1.5e-3));  // within a cycle (1 ms) and its negotiation
+  hw.comm_start_delay_s = 0.05;  // longer than what is left of backward: it starts when backward ends
+  const double at_end = simulate(w, hw, KoloSettings{}).epoch_s / 20;
+  hw.comm_start_delay_s = 0;
+  hw.comm_overlaps_compute = false;
+  const double serial = simulate(w, hw, KoloSettings{}).epoch_s / 20;
+  CHECK(at_end == Approx(serial).margin(1e-4));  // the same, but for one negotiation
+  hw.comm_start_delay_s = 0.01;  // where communication waits for compute anyway, the delay changes nothing
+  CHECK(simulate(w, hw, KoloSettings{}).epoch_s / 20 == Approx(serial).epsilon(1e-9));
+}
