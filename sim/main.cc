@@ -214,7 +214,9 @@ std::string describe_terms(const Options& o, const Job& job) {
   text += (o.band_runs > 1 ? " and " + std::to_string(o.band_runs) + " seeds" : "") + std::string("; links at ") +
           fixed(job.hw.intra_node.achieved_fraction, 3) + " (inside a node) and " +
           fixed(job.hw.inter_node.achieved_fraction, 3) + " (between nodes) of their line rates";
-  if (!job.hw.comm_overlaps_compute) text += "; communication waits for compute (CPU devices)";
+  if (!job.hw.comm_overlaps_compute)
+    text += "; communication waits for compute (CPU devices" +
+            (job.hw.comm_start_delay_s > 0 ? std::string("; the file's start delay is moot then)") : std::string(")"));
   else if (job.hw.comm_start_delay_s > 0)
     text += "; a collective submitted mid-compute starts " + fixed(1e3 * job.hw.comm_start_delay_s, 1) + " ms late";
   if (hw.compute_slowdown_when_busy > 1 || hw.compute_slowdown_low < hw.compute_slowdown_high)
