@@ -90,11 +90,15 @@ double allreduces_per_s(std::vector<float>& buffer, double seconds, bool compute
   return double(done) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+double median_of(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
 double median_over_ranks(const std::string& name, double value) {
   std::vector<double> all;
   for (const std::string& v : kolo::allgather_bytes(name, std::to_string(value))) all.push_back(std::stod(v));
-  std::sort(all.begin(), all.end());
-  return all[all.size() / 2];
+  return median_of(std::move(all));
 }
 
 // What communication and compute cost each other on a rank whose cores all compute:
@@ -115,7 +119,7 @@ std::pair<double, double> under_compute(int64_t bytes, double seconds) {
 // while the rank computes (or sleeps) in slices; the median over `steps` steps, in seconds.
 double completion_after_submit(int64_t bytes, bool computing, double step_s, int steps) {
   std::vector<float> buffer(static_cast<std::size_t>(bytes / 4), 1.0f);
-  const auto slice_iterations = static_cast<int64_t>(compute_rate(0.2) * 20e-6);
+  const auto slice_iterations = computing ? static_cast<int64_t>(compute_rate(0.2) * 20e-6) : 0;
   std::vector<double> done_after;
   for (int s = 0; s < steps; ++s) {
     kolo::barrier();
@@ -132,8 +136,7 @@ double completion_after_submit(int64_t bytes, bool computing, double step_s, int
     if (done < 0) done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     done_after.push_back(done);
   }
-  std::nth_element(done_after.begin(), done_after.begin() + done_after.size() / 2, done_after.end());
-  return done_after[done_after.size() / 2];
+  return median_of(std::move(done_after));
 }
 
 // --shared-steps: steps of seeded unequal work, each ended by an allreduce, against steps of
@@ -248,8 +251,7 @@ int main(int argc, char** argv) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (i >= 3) times.push_back(seconds);
     }
-    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-    if (rank == 0) std::printf("%lld,%d,%.9g\n", static_cast<long long>(bytes), size, times[times.size() / 2]);
+    if (rank == 0) std::printf("%lld,%d,%.9g\n", static_cast<long long>(bytes), size, median_of(std::move(times)));
   }
   kolo::shutdown();
   return 0;

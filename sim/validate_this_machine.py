@@ -210,13 +210,17 @@ def plot(points, path):
     fig.savefig(path, dpi=110)
 
 
+def probe_samples(args, cluster, flags, timeout):
+    """kolo-sim-probe's "bytes,2,seconds" lines at np 2 over the hosts, as they are shaped."""
+    command, env = cluster.command(2, [os.path.join(args.build, "sim", "kolo-sim-probe"), *flags])
+    return [line for line in TAG.sub("", run(command, timeout, env)).splitlines() if re.match(r"^\d+,2,", line)]
+
+
 def netns_hardware(args, cluster, local_file):
     """This machine as two namespace hosts: the local file's links inside a host, the
     veth link between hosts fitted from kolo-sim-probe at np 2, one rank a host."""
-    probe = [os.path.join(args.build, "sim", "kolo-sim-probe"), "--reps", "30"]
     cluster.shape("", "")
-    command, env = cluster.command(2, probe)
-    samples = [line for line in TAG.sub("", run(command, 300, env)).splitlines() if re.match(r"^\d+,2,", line)]
+    samples = probe_samples(args, cluster, ["--reps", "30"], 300)
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
         f.write("\n".join(samples) + "\n")
     try:
@@ -323,12 +327,8 @@ def achieved_at_rate(args, cluster, rate):
     (at BUCKET_PROBE_BYTES): checks of kolo-sim's Ethernet share and of the bucket it is
     given (shape.sh's), not inputs. Returns ({bytes: share}, free bytes or None)."""
     cluster.shape(rate, "")
-    probe = [os.path.join(args.build, "sim", "kolo-sim-probe"), "--reps", "20",
-             "--sizes", ",".join(map(str, ACHIEVED_SIZES))]
-    runs = []
-    for idle in ([], ["--idle-ms", "40"]):
-        command, env = cluster.command(2, probe + idle)
-        runs.append([line for line in TAG.sub("", run(command, 600, env)).splitlines() if re.match(r"^\d+,2,", line)])
+    flags = ["--reps", "20", "--sizes", ",".join(map(str, ACHIEVED_SIZES))]
+    runs = [probe_samples(args, cluster, flags + idle, 600) for idle in ([], ["--idle-ms", "40"])]
     cluster.shape("", "")
     back_to_back, after_idle = (probe_seconds(samples) for samples in runs)
     free = (bucket_bytes(back_to_back[BUCKET_PROBE_BYTES], after_idle[BUCKET_PROBE_BYTES], BUCKET_PROBE_BYTES)
