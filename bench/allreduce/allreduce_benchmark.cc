@@ -4,13 +4,17 @@
 //   kolo: 161 allreduce_async calls in backprop order (in place), then wait for all, with
 //   op Sum and with op Average (what DistributedOptimizer sends), measured turn about so
 //   that both see the same machine, and each on both copies of the set in turn.
-// The raw baselines run while kolo is not initialised (its idle cycle would slow them),
-// before kolo and again after it; each one's figure is the median of both sets. The
+// The raw baselines run while kolo is not initialised (its idle cycle would slow them), so
+// the run is a chain of short rounds: raw MPI, kolo (initialised for the round, then shut
+// down), raw MPI, kolo, ..., raw MPI. These machines switch between speeds that differ by
+// 2x within seconds, so each round's kolo figures are compared with the raw runs just
+// before and after them, and a target's ratio is the median of the rounds' ratios. The
 // baseline is the faster of (a) and (b); the targets are kolo Sum / baseline <= 1.05,
 // kolo Average / baseline <= 1.05 and kolo Average / kolo Sum <= 1.05.
 // Also: one step of 161 tiny cached tensors, and the latency of one small allreduce.
 //
-//   mpirun -np 2 build/bench/allreduce/allreduce_benchmark [--reps N] [--sweep]
+//   mpirun -np 2 build/bench/allreduce/allreduce_benchmark [--reps N] [--rounds R] [--sweep]
+// --reps: timed runs of each case in all (default 20), spread over --rounds (default 10).
 // --sweep repeats the kolo Sum measurement for several fusion thresholds and chunk sizes
 // (kolo is restarted with new KOLO_* settings between them).
 #include <mpi.h>
@@ -31,6 +35,7 @@
 namespace {
 
 using kolo_bench::measure;
+using kolo_bench::median;
 using kolo_bench::measure_times;
 using kolo_bench::summary;
 using kolo_bench::Timing;
@@ -64,10 +69,11 @@ Timing kolo_step(Gradients& g, int reps) {
 }
 
 // The raw baselines: (a) one call on a flat buffer, (b) one call per tensor. Each list
-// gets `reps` more times.
-void raw_mpi(std::vector<float>& flat, Gradients& g, int reps, std::vector<double>& a, std::vector<double>& b) {
+// gets `reps` more times, after `warmup` untimed runs.
+void raw_mpi(std::vector<float>& flat, Gradients& g, int warmup, int reps, std::vector<double>& a,
+             std::vector<double>& b) {
   const auto times = measure_times(
-      2, reps,
+      warmup, reps,
       {[&] { MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(flat.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
        [&] {
          for (auto& d : g.data)
@@ -81,12 +87,66 @@ void raw_mpi(std::vector<float>& flat, Gradients& g, int reps, std::vector<doubl
   b.insert(b.end(), times[1].begin(), times[1].end());
 }
 
+// The round trip of one byte between ranks 0 and 1, in microseconds (median of 200): on a
+// VM it tells where the host placed the vCPUs, which sets how fast every allreduce runs
+// (at np 2 under plain mpirun on a 2-vCPU AMD EPYC VM it read 0.35 us while the two shared
+// an L3 and 0.85-0.9 us while they did not, and the host moved them within seconds; MPI's
+// yielding wait, as kolorun sets it, and more ranks than cores lengthen it too).
+double round_trip_us() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::vector<double> times;
+  char byte = 0;
+  for (int i = 0; i < 200; ++i) {
+    const double start = MPI_Wtime();
+    if (rank == 0) {
+      MPI_Send(&byte, 1, MPI_CHAR, 1, 9, MPI_COMM_WORLD);
+      MPI_Recv(&byte, 1, MPI_CHAR, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      MPI_Recv(&byte, 1, MPI_CHAR, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(&byte, 1, MPI_CHAR, 0, 9, MPI_COMM_WORLD);
+    }
+    times.push_back((MPI_Wtime() - start) * 1e6);
+  }
+  return median(times);
+}
+
 void print_row(const char* name, const Timing& t, double baseline_ms) {
   std::printf("| %-34s | %8.2f | %8.2f | %10.3f |\n", name, t.min_ms, t.median_ms, t.median_ms / baseline_ms);
 }
 
-void print_target(const char* what, double ratio) {
-  std::printf("%-32s = %.3f  target <= 1.05: %s\n", what, ratio, ratio <= 1.05 ? "PASS" : "FAIL");
+void print_target(const char* what, const std::vector<double>& per_round) {
+  const double ratio = median(per_round);
+  std::printf("%-32s = %.3f  target <= 1.05: %s   (rounds:", what, ratio, ratio <= 1.05 ? "PASS" : "FAIL");
+  for (double r : per_round) std::printf(" %.2f", r);
+  std::printf(")\n");
+}
+
+// One round's kolo runs: `warmup` untimed, then `reps` of Sum and of Average in turn, each
+// op on both copies of the set (its j-th timed run on copy (warmup + j + op) % 2, so an
+// even `reps` gives each op as many runs on one copy as on the other).
+struct KoloRound {
+  std::vector<double> times[2];       // per op: Sum, Average
+  std::vector<double> on_copy[2][2];  // per op, per copy
+};
+
+KoloRound kolo_round(Gradients (&copies)[2], std::vector<kolo::Handle>& handles, int warmup, int reps) {
+  int runs = 0;  // both ops run once per iteration, in either order
+  const auto copy_for = [&](int op) -> Gradients& { return copies[(runs++ / 2 + op) % 2]; };
+  KoloRound round;
+  const auto times = measure_times(
+      warmup, reps,
+      {[&] { kolo_submit(copy_for(0), handles, "sum/", kolo::ReduceOp::Sum); },
+       [&] { kolo_submit(copy_for(1), handles, "average/", kolo::ReduceOp::Average); }},
+      [&] {
+        copies[0].refill_if_large();
+        copies[1].refill_if_large();
+      });
+  for (int op = 0; op < 2; ++op) {
+    round.times[op] = times[op];
+    for (std::size_t j = 0; j < times[op].size(); ++j) round.on_copy[op][(warmup + j + op) % 2].push_back(times[op][j]);
+  }
+  return round;
 }
 
 }  // namespace
@@ -94,19 +154,27 @@ void print_target(const char* what, double ratio) {
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int reps = 10;
+  int reps = 20, rounds = 10;
   bool sweep = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sweep")) sweep = true;
     else {
-      std::fprintf(stderr, "usage: %s [--reps N] [--sweep]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps N] [--rounds R] [--sweep]\n", argv[0]);
       return 2;
     }
+  }
+  if (reps < 2 || rounds < 1 || rounds > reps / 2) {
+    std::fprintf(stderr, "%s: need --reps >= 2 and 1 <= --rounds <= reps / 2 (each round times every case twice or more)\n",
+                 argv[0]);
+    return 2;
   }
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // Runs per round, even (see kolo_round); the last round takes what is left.
+  const int per_round = std::max(2, reps / rounds / 2 * 2);
 
   // Two copies of the set for kolo. Each op runs on both in turn (Sum on one while Average
   // runs on the other, then the other way round): the same op on the two copies measured
@@ -116,67 +184,76 @@ int main(int argc, char** argv) {
   int64_t total = 0;
   for (const GradientTensor& t : raw.tensors) total += t.elements();
   std::vector<float> flat(static_cast<std::size_t>(total), 1.0f);
-
-  std::vector<double> flat_times, per_tensor_times;
-  raw_mpi(flat, raw, reps, flat_times, per_tensor_times);
-
-  kolo::init();
   std::vector<kolo::Handle> handles(raw.tensors.size());
-  int runs = 0;  // both ops run once per round, in either order: the round is runs / 2
-  const auto copy_for = [&](int op) -> Gradients& { return copies[(runs++ / 2 + op) % 2]; };
-  constexpr int kWarmup = 3;
-  const auto kolo_times = measure_times(
-      kWarmup, reps,
-      {[&] { kolo_submit(copy_for(0), handles, "sum/", kolo::ReduceOp::Sum); },
-       [&] { kolo_submit(copy_for(1), handles, "average/", kolo::ReduceOp::Average); }},
-      [&] {
-        copies[0].refill_if_large();
-        copies[1].refill_if_large();
+
+  // raw[r] runs before kolo's round r and after round r - 1.
+  std::vector<std::vector<double>> flat_runs(rounds + 1), per_tensor_runs(rounds + 1);
+  std::vector<KoloRound> kolo_rounds;
+  std::vector<double> round_trips;  // per round, before its kolo runs
+  Timing tiny_step, kolo_latency, mpi_latency;
+  for (int r = 0; r <= rounds; ++r) {
+    raw_mpi(flat, raw, r == 0 ? 2 : 1, per_round, flat_runs[r], per_tensor_runs[r]);
+    if (r == rounds) break;
+    round_trips.push_back(round_trip_us());
+    const int round_reps = r + 1 < rounds ? per_round : std::max(per_round, (reps - per_round * (rounds - 1) + 1) / 2 * 2);
+    kolo::init();
+    // Each init negotiates every name afresh: the first step of a round is not a cached one.
+    kolo_rounds.push_back(kolo_round(copies, handles, 2, round_reps));
+    if (r + 1 == rounds) {
+      // 161 tiny tensors: after the first step they are all in the response cache.
+      std::vector<std::vector<float>> tiny(raw.tensors.size(), std::vector<float>(4, 1.0f));
+      tiny_step = measure(20, reps * 20, [&] {
+        for (std::size_t i = 0; i < tiny.size(); ++i)
+          handles[i] = kolo::allreduce_async("tiny/" + std::to_string(i), kolo::view(tiny[i]), {.op = kolo::ReduceOp::Sum});
+        for (auto& h : handles) h.wait().throw_if_error();
       });
-  // Op `op`'s run j (after the warmup) was on copy (kWarmup + j + op) % 2. Its figure is the
-  // mean of its median on each copy; its paired ratio compares runs on the same copy (the
-  // Average of run j and the Sum of run j + 1).
-  const auto on_copy = [&](int op, int copy) {
-    std::vector<double> t;
-    for (std::size_t j = 0; j < kolo_times[op].size(); ++j)
-      if ((kWarmup + j + op) % 2 == std::size_t(copy)) t.push_back(kolo_times[op][j]);
-    return summary(t);
-  };
+      std::vector<float> one(4, 1.0f);
+      kolo_latency = measure(20, reps * 50, [&] { kolo::allreduce("latency", kolo::view(one), {.op = kolo::ReduceOp::Sum}); });
+      mpi_latency = measure(20, reps * 50, [&] {
+        MPI_Allreduce(MPI_IN_PLACE, one.data(), 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      });
+    }
+    kolo::shutdown();
+  }
+
+  // Per round: its baseline from the raw runs on either side of it, its ratios.
+  std::vector<double> sum_ratio, average_ratio, average_over_sum, paired;
+  std::vector<double> all_flat, all_per_tensor, on_copy[2][2];
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> a = flat_runs[r], b = per_tensor_runs[r];
+    a.insert(a.end(), flat_runs[r + 1].begin(), flat_runs[r + 1].end());
+    b.insert(b.end(), per_tensor_runs[r + 1].begin(), per_tensor_runs[r + 1].end());
+    const double baseline = std::min(median(a), median(b));
+    const KoloRound& k = kolo_rounds[r];
+    // An op's figure in a round: the mean of its medians on the two copies.
+    const auto figure = [&](int op) { return (median(k.on_copy[op][0]) + median(k.on_copy[op][1])) / 2; };
+    sum_ratio.push_back(figure(0) / baseline);
+    average_ratio.push_back(figure(1) / baseline);
+    average_over_sum.push_back(figure(1) / figure(0));
+    // Pairs on the same copy: the Average of run j and the Sum of run j + 1.
+    for (std::size_t j = 0; j + 1 < k.times[0].size(); ++j) paired.push_back(k.times[1][j] / k.times[0][j + 1]);
+    for (int op = 0; op < 2; ++op)
+      for (int c = 0; c < 2; ++c) on_copy[op][c].insert(on_copy[op][c].end(), k.on_copy[op][c].begin(), k.on_copy[op][c].end());
+  }
+  for (int r = 0; r <= rounds; ++r) {
+    all_flat.insert(all_flat.end(), flat_runs[r].begin(), flat_runs[r].end());
+    all_per_tensor.insert(all_per_tensor.end(), per_tensor_runs[r].begin(), per_tensor_runs[r].end());
+  }
+  const Timing flat_mpi = summary(all_flat), per_tensor_mpi = summary(all_per_tensor);
+  const double baseline = std::min(flat_mpi.median_ms, per_tensor_mpi.median_ms);
   const auto over_copies = [&](int op) {
-    const Timing a = on_copy(op, 0), b = on_copy(op, 1);
+    const Timing a = summary(on_copy[op][0]), b = summary(on_copy[op][1]);
     return Timing{std::min(a.min_ms, b.min_ms), (a.median_ms + b.median_ms) / 2};
   };
   const Timing kolo_sum = over_copies(0), kolo_average = over_copies(1);
-  std::vector<double> paired(kolo_times[0].size() - 1);
-  for (std::size_t j = 0; j < paired.size(); ++j) paired[j] = kolo_times[1][j] / kolo_times[0][j + 1];
-  const double paired_ratio = summary(paired).median_ms;
-
-  // 161 tiny tensors: after the first step they are all in the response cache.
-  std::vector<std::vector<float>> tiny(raw.tensors.size(), std::vector<float>(4, 1.0f));
-  const Timing tiny_step = measure(20, reps * 20, [&] {
-    for (std::size_t i = 0; i < tiny.size(); ++i)
-      handles[i] = kolo::allreduce_async("tiny/" + std::to_string(i), kolo::view(tiny[i]), {.op = kolo::ReduceOp::Sum});
-    for (auto& h : handles) h.wait().throw_if_error();
-  });
-  std::vector<float> one(4, 1.0f);
-  const Timing kolo_latency = measure(20, reps * 50, [&] {
-    kolo::allreduce("latency", kolo::view(one), {.op = kolo::ReduceOp::Sum});
-  });
-  const Timing mpi_latency = measure(20, reps * 50, [&] {
-    MPI_Allreduce(MPI_IN_PLACE, one.data(), 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  });
-  kolo::shutdown();
-
-  raw_mpi(flat, raw, reps, flat_times, per_tensor_times);
-  const Timing flat_mpi = summary(flat_times), per_tensor_mpi = summary(per_tensor_times);
-  const double baseline = std::min(flat_mpi.median_ms, per_tensor_mpi.median_ms);
 
   if (rank == 0) {
     std::printf("CPU: %s\n", kolo_bench::cpu_model().c_str());
-    std::printf("ResNet-50 gradient set: %zu tensors, %lld floats, in place, np=%d, %d reps "
-                "(raw MPI: %d before kolo and %d after)\n\n",
-                raw.tensors.size(), static_cast<long long>(total), size, reps, reps, reps);
-    std::printf("| %-34s | %8s | %8s | %10s |\n", "case", "min ms", "med ms", "/ min(a,b)");
+    std::printf("ResNet-50 gradient set: %zu tensors, %lld floats, in place, np=%d; %d rounds of raw MPI and kolo in "
+                "turn, %d runs of each case in all (raw MPI: %zu)\n\n",
+                raw.tensors.size(), static_cast<long long>(total), size, rounds,
+                static_cast<int>(on_copy[0][0].size() + on_copy[0][1].size()), all_flat.size());
+    std::printf("| %-34s | %8s | %8s | %10s |\n", "case, over all rounds", "min ms", "med ms", "/ min(a,b)");
     std::printf("|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(10, '-').c_str(),
                 std::string(10, '-').c_str(), std::string(12, '-').c_str());
     print_row("(a) MPI flat buffer, 1 call", flat_mpi, baseline);
@@ -184,11 +261,15 @@ int main(int argc, char** argv) {
     print_row("kolo, op Sum (default)", kolo_sum, baseline);
     print_row("kolo, op Average (default)", kolo_average, baseline);
     std::printf("(kolo's med ms: the mean of its medians on the set's two copies)\n\n");
-    print_target("kolo Sum / min(a, b)", kolo_sum.median_ms / baseline);
-    print_target("kolo Average / min(a, b)", kolo_average.median_ms / baseline);
-    print_target("kolo Average / kolo Sum", kolo_average.median_ms / kolo_sum.median_ms);
+    std::printf("Targets: the median of the rounds' ratios, each round against the raw MPI runs on either side of it\n");
+    std::printf("%-32s         (rounds:", "1-byte round trip, rank 0-1, us");
+    for (double t : round_trips) std::printf(" %.2f", t);
+    std::printf(")\n");
+    print_target("kolo Sum / min(a, b)", sum_ratio);
+    print_target("kolo Average / min(a, b)", average_ratio);
+    print_target("kolo Average / kolo Sum", average_over_sum);
     std::printf("  (median of %zu paired runs' Average / Sum, each pair on the same copy: %.3f)\n", paired.size(),
-                paired_ratio);
+                median(paired));
     std::printf("161 tiny cached tensors, one step: median %.1f us (min %.1f us; target <= 100 us at np=2)\n",
                 tiny_step.median_ms * 1e3, tiny_step.min_ms * 1e3);
     std::printf("one 16-byte allreduce: kolo median %.1f us, MPI median %.1f us\n",

@@ -19,6 +19,13 @@ inline Timing summary(std::vector<double> times) {
   return {times.front(), times[times.size() / 2]};
 }
 
+// The middle of `values` (the mean of the two middle ones for an even count).
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 // Runs the `bodies` in turn, `reps` times after `warmup` untimed rounds, alternating their
 // order every round (A B, B A, ...) so that neither always runs first. `untimed` runs
 // before each. Every rank starts each run together and the time of a run is the slowest
