@@ -93,8 +93,10 @@ void raw_mpi(std::vector<float>& flat, Gradients& g, int warmup, int reps, std::
 // an L3 and 0.85-0.9 us while they did not, and the host moved them within seconds; MPI's
 // yielding wait, as kolorun sets it, and more ranks than cores lengthen it too).
 double round_trip_us() {
-  int rank = 0;
+  int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) return 0;
   std::vector<double> times;
   char byte = 0;
   for (int i = 0; i < 200; ++i) {
