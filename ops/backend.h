@@ -69,6 +69,12 @@ class Backend {
   virtual void set_allreduce_chunk_bytes(int64_t bytes) {}
 };
 
+// The pipeline piece where KOLO_ALLREDUCE_CHUNK_BYTES is 0: this much a rank. Each piece
+// costs two rendezvous per ring step; 1 MiB a rank ran the ResNet-50 gradient set 8-10 %
+// faster than 256 KiB on an AMD EPYC and keeps a piece's working set (a few MiB a rank)
+// inside any server CPU's last-level cache (docs/perf.md, "Where the host puts the vCPUs").
+inline constexpr int64_t kDefaultPieceBytesPerRank = int64_t{1} << 20;
+
 // The small, latency-bound messages the runtime's negotiation exchanges every cycle.
 class ControlChannel {
  public:

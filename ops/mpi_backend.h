@@ -19,7 +19,7 @@ namespace kolo::ops {
 struct MpiOptions {
   // Allreduces larger than this are run as a pipeline of pieces of this size: on shared
   // memory, cache-sized pieces reduce much faster than one large call (docs/perf.md).
-  int64_t allreduce_chunk_bytes = 0;  // 0: 256 KiB per rank
+  int64_t allreduce_chunk_bytes = 0;  // 0: kDefaultPieceBytesPerRank (1 MiB) per rank
   // How long a control message may wait for the other ranks before kolo declares them
   // lost (the background thread of a healthy rank answers within one cycle).
   std::chrono::milliseconds control_timeout{std::chrono::seconds(300)};

@@ -123,7 +123,7 @@ Config config_from_environment(const EnvLookup& env) {
   }
   if (auto v = lookup(env, "ALLREDUCE_CHUNK_BYTES"))
     config.allreduce_chunk_bytes =
-        parse_integer(v->first, v->second, 0, "a byte count >= 0 (0: 256 KiB per rank)");
+        parse_integer(v->first, v->second, 0, "a byte count >= 0 (0: 1 MiB per rank)");
   if (auto v = lookup(env, "CONTROL_TIMEOUT_SECONDS"))
     config.control_timeout_seconds =
         parse_number(v->first, v->second, 1e-3, kMaxWaitSeconds, "seconds from 0.001 to 1e9");

@@ -33,7 +33,7 @@ struct Config {
   // never submits ends (every blocking wait has a bound); Horovod leaves it off.
   double stall_shutdown_seconds = 600.0;
   LogLevel log_level = LogLevel::Warning;
-  int64_t allreduce_chunk_bytes = 0;                  // 0: 256 KiB per rank
+  int64_t allreduce_chunk_bytes = 0;                  // 0: 1 MiB per rank
   double control_timeout_seconds = 300.0;
   // How long a collective of the data path may go without completing a piece before the
   // job ends (watchdog.h); 0: the control timeout.

@@ -13,17 +13,25 @@ namespace kolo {
 
 struct FusionOptions {
   int64_t threshold_bytes = 64 * 1024 * 1024;  // largest fused buffer; 0 disables fusion
-  // Tensors at least this large run on their own memory, without copies: they already
-  // fill a pipeline piece of the backend, so fusing them would only add two memcpys.
+  // Tensors at least this large run on their own memory, without copies: their time is
+  // the bytes', not the call's, so fusing them would only add two memcpys.
   int64_t unfused_min_bytes = 512 * 1024;
 
   bool operator==(const FusionOptions&) const = default;
 };
 
+// A tensor of this many bytes a rank runs unfused (or of one pipeline piece, where
+// KOLO_ALLREDUCE_CHUNK_BYTES sets smaller pieces).
+inline constexpr int64_t kUnfusedMinBytesPerRank = 256 * 1024;
+
 // The options a runtime of `size` ranks fuses with (KOLO_FUSION_THRESHOLD,
-// KOLO_ALLREDUCE_CHUNK_BYTES; chunk_bytes 0: the backend's default piece of 256 KiB per
-// rank). The scaling simulator plans with the same.
+// KOLO_ALLREDUCE_CHUNK_BYTES, 0 for the backend's default piece). The scaling simulator
+// plans with the same.
 FusionOptions fusion_options(int64_t threshold_bytes, int64_t chunk_bytes, int size);
+
+// The MPI backend's pipeline piece at `size` ranks: KOLO_ALLREDUCE_CHUNK_BYTES, or for 0
+// ops::kDefaultPieceBytesPerRank a rank.
+int64_t allreduce_piece_bytes(int64_t chunk_bytes, int size);
 
 // Builds the fused sequence one tensor at a time, in order.
 class FusionPlan {

@@ -523,8 +523,7 @@ void Runtime::apply_setting(uint64_t index) {
   if (index == applied_setting_) return;
   applied_setting_ = index;
   const TunedSetting& setting = autotuner_->setting(index);
-  fusion_.threshold_bytes = setting.fusion_threshold_bytes;
-  fusion_.unfused_min_bytes = setting.chunk_bytes;
+  fusion_ = fusion_options(setting.fusion_threshold_bytes, setting.chunk_bytes, transport_->size());
   devices_->set_allreduce_chunk_bytes(setting.chunk_bytes);
 }
 

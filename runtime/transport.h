@@ -52,7 +52,7 @@ struct Topology {
 
 // What the data collectives are built with (the runtime's agreed settings).
 struct DataOptions {
-  int64_t allreduce_chunk_bytes = 0;  // pipeline piece; 0: 256 KiB per rank
+  int64_t allreduce_chunk_bytes = 0;  // pipeline piece; 0: 1 MiB per rank
   ops::HierarchicalRoutes hierarchical;
   // Counted up by every piece of a data collective that completes (ops::MpiOptions), for
   // the watchdog. Not owned; nullptr: not counted.

@@ -76,8 +76,7 @@ constexpr double kResponseBytes = 96;
 
 // The piece the backend moves a buffer in (KOLO_ALLREDUCE_CHUNK_BYTES, or its default).
 int64_t backend_piece_bytes(const KoloSettings& settings, int ranks) {
-  return fusion_options(settings.config.fusion_threshold_bytes, settings.config.allreduce_chunk_bytes, ranks)
-      .unfused_min_bytes;
+  return allreduce_piece_bytes(settings.config.allreduce_chunk_bytes, ranks);
 }
 
 // The link the negotiation's small messages take, on the links as the sharing ranks see
@@ -106,7 +105,8 @@ class Engine {
          const RunOptions& options)
       : w_(workload), hw_(cluster), ks_(settings), var_(variation), opt_(options), p_(cluster.ranks()),
         cache_(settings.config.cache_capacity), coordinator_(p_), rng_(variation.seed),
-        fusion_(fusion_options(settings.config.fusion_threshold_bytes, settings.config.allreduce_chunk_bytes, p_)) {
+        fusion_(fusion_options(settings.config.fusion_threshold_bytes, settings.config.allreduce_chunk_bytes, p_)),
+        piece_bytes_(backend_piece_bytes(settings, p_)) {
     const std::vector<Gradient>& grads = w_.profile.gradients;
     if (grads.empty()) throw std::invalid_argument("the workload has no gradients");
     if (w_.batch_per_rank < 1) throw std::invalid_argument("the batch per rank must be at least 1");
@@ -387,7 +387,7 @@ class Engine {
   // the bucket refills at that rate while the link is idle.
   double collective_seconds(double bytes, double t) {
     const Link& inter = hw_.inter_node;
-    const double piece = double(fusion_.unfused_min_bytes);  // the backend's piece, as tuned
+    const double piece = double(piece_bytes_);  // the backend's piece, as tuned
     if (inter.burst_bytes <= 0 || hw_.nodes == 1 || ks_.config.hierarchical_allreduce)
       return allreduce_on(bytes, seen_, ks_, piece);
     if (ks_.fp16) bytes /= 2;
@@ -408,7 +408,8 @@ class Engine {
   void tune() {
     autotuner_->record(cycle_bytes_, cycle_seconds_);
     const TunedSetting& setting = autotuner_->setting(autotuner_->current());
-    fusion_ = FusionOptions{setting.fusion_threshold_bytes, setting.chunk_bytes};
+    fusion_ = fusion_options(setting.fusion_threshold_bytes, setting.chunk_bytes, p_);
+    piece_bytes_ = setting.chunk_bytes;
     cycle_bytes_ = 0;
     cycle_seconds_ = 0;
   }
@@ -467,6 +468,7 @@ class Engine {
   std::normal_distribution<double> normal_;
   std::uniform_real_distribution<double> uniform_;
   FusionOptions fusion_;
+  int64_t piece_bytes_;  // the backend's pipeline piece
   double forward_s_ = 0, backward_s_ = 0, optimizer_s_ = 0, loader_interval_ = 0, control_bytes_ = 0;
   std::size_t bit_words_ = 0;  // of the cycle's ready bits: one per cache slot
 

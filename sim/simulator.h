@@ -101,7 +101,7 @@ double busy_node_slowdown(const Hardware& cluster);
 
 // The time one allreduce of `bytes` takes on the whole cluster with these settings
 // (exported for tests and for the what-if report). piece_bytes: the backend's pipeline
-// piece (KOLO_ALLREDUCE_CHUNK_BYTES); 0: the settings' (256 KiB a rank by default).
+// piece (KOLO_ALLREDUCE_CHUNK_BYTES); 0: the settings' (1 MiB a rank by default).
 double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettings& settings, double piece_bytes = 0);
 
 }  // namespace kolo::sim

@@ -33,7 +33,7 @@ struct Tensor {
 };
 
 // Two bursts a step: sizes around the fusion threshold (256 KiB) and the smallest tensor
-// that goes alone (256 KiB per rank: one piece), so that groups close for every reason at
+// that goes alone (256 KiB per rank: the unfused minimum), so that groups close for every reason at
 // any size; layer4.conv, 300 KB per rank, always goes alone.
 std::vector<Tensor> tensors(int size) {
   return {{"fc.weight", 40000, 0.25},  {"fc.bias", 10, 0.25},        {"layer4.conv", 75000 * size, 0.25},

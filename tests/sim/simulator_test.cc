@@ -75,7 +75,7 @@ TEST_CASE("a cluster on kolo's MPI backend: 249 KB at np 4 over 2 nodes is Open 
   CHECK(allreduce_seconds(249e3, hw, KoloSettings{}) == Approx(rabenseifner_traffic(4, 249e3, hw).seconds(inter)));
   CHECK(allreduce_seconds(1 << 20, hw, KoloSettings{}) ==
         Approx(flat_traffic(FlatAlgorithm::ring, 4, 1 << 20, hw).seconds(inter)));
-  // The piece is KOLO_ALLREDUCE_CHUNK_BYTES (by default 256 KiB a rank: the whole 1 MiB
+  // The piece is KOLO_ALLREDUCE_CHUNK_BYTES (by default 1 MiB a rank: the whole 1 MiB
   // here); pieces of 128 KiB hold 32 KiB a rank, and go to MPI_Allreduce one by one.
   KoloSettings small_pieces;
   small_pieces.config.allreduce_chunk_bytes = 128 * 1024;

@@ -88,10 +88,10 @@ TEST_CASE("gpu path: allreduce of device tensors, alone and fused, every option"
 }
 
 TEST_CASE("gpu path: a lone tensor of several pieces is averaged and postscaled exactly once", "[.gpu-path]") {
-  // Three default pieces (256 KiB per rank) and a partial one: the host-staged and MPI
+  // Three default pieces (1 MiB per rank) and a partial one: the host-staged and MPI
   // backends scale piece by piece, NCCL with ncclAvg (1/size) or a scaling kernel.
   const int n = size(), r = rank();
-  const int64_t count = 3 * 65536 * n + 1001;
+  const int64_t count = 3 * 262144 * n + 1001;
   const std::vector<std::pair<kolo::AllreduceOptions, double>> cases = {
       {{ReduceOp::Average}, 1.0 / n}, {{ReduceOp::Sum, 1.0, 0.375}, 0.375}, {{ReduceOp::Average, 2.0, 3.0}, 6.0 / n}};
   for (std::size_t c = 0; c < cases.size(); ++c) {

@@ -44,14 +44,14 @@ double expected(const Scaling& s, int64_t i) {
   return acc * s.postscale;
 }
 
-// The allreduce piece size in effect: KOLO_ALLREDUCE_CHUNK_BYTES, 0 meaning 256 KiB per rank.
+// The allreduce piece size in effect: KOLO_ALLREDUCE_CHUNK_BYTES, 0 meaning 1 MiB per rank.
 int64_t piece_bytes() {
   std::istringstream config(kolo::describe_configuration());
   const std::string key = "KOLO_ALLREDUCE_CHUNK_BYTES = ";
   for (std::string line; std::getline(config, line);)
     if (line.rfind(key, 0) == 0) {
       const int64_t bytes = std::stoll(line.substr(key.size()));
-      return bytes > 0 ? bytes : int64_t{256} * 1024 * size();
+      return bytes > 0 ? bytes : int64_t{1024} * 1024 * size();
     }
   FAIL("no KOLO_ALLREDUCE_CHUNK_BYTES in the configuration");
   return 0;
@@ -67,7 +67,7 @@ TEST_CASE("allreduce of a tensor of many pieces scales every piece exactly once"
                                                        {{ReduceOp::Average, 2, 3}, false},
                                                        {{ReduceOp::Average, -0.5, 0.375}, true},
                                                        {{ReduceOp::Max, 2, -0.5}, false}};
-  // With the default pieces (256 KiB per rank) a tensor of pieces is large, and ranks
+  // With the default pieces (1 MiB per rank) a tensor of pieces is large, and ranks
   // that share cores take seconds over it: then float32 and one 16-bit dtype only.
   const bool small_pieces = piece_bytes() <= 64 * 1024;
   std::vector<DType> dtypes = {DType::Float32, DType::Float16};

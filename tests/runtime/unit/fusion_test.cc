@@ -214,3 +214,18 @@ TEST_CASE("fusion plan returns the index of the response holding each tensor", "
   CHECK(groups_of(fused) == Groups{{"a", "b"}, {"c"}, {"d", "e"}});
   CHECK(fused[2].element_counts == std::vector<int64_t>{10, 10});
 }
+
+TEST_CASE("the default pipeline piece is 1 MiB a rank; a tensor of 256 KiB a rank, or of one smaller piece, runs unfused",
+          "[fusion]") {
+  constexpr int64_t KiB = 1024, MiB = 1024 * 1024;
+  // Default (KOLO_ALLREDUCE_CHUNK_BYTES = 0): the pieces and the cutoff are set apart.
+  CHECK(kolo::allreduce_piece_bytes(0, 2) == 2 * MiB);
+  CHECK(kolo::allreduce_piece_bytes(0, 4) == 4 * MiB);
+  CHECK(kolo::fusion_options(64 * MiB, 0, 2) == kolo::FusionOptions{64 * MiB, 512 * KiB});
+  CHECK(kolo::fusion_options(64 * MiB, 0, 4) == kolo::FusionOptions{64 * MiB, 1 * MiB});
+  // A setting of small pieces lowers the cutoff to one piece; large pieces leave it.
+  CHECK(kolo::allreduce_piece_bytes(64 * KiB, 2) == 64 * KiB);
+  CHECK(kolo::fusion_options(4 * MiB, 64 * KiB, 2) == kolo::FusionOptions{4 * MiB, 64 * KiB});
+  CHECK(kolo::allreduce_piece_bytes(8 * MiB, 2) == 8 * MiB);
+  CHECK(kolo::fusion_options(4 * MiB, 8 * MiB, 2) == kolo::FusionOptions{4 * MiB, 512 * KiB});
+}
