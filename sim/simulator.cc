@@ -74,11 +74,6 @@ constexpr double kLongest = 500e-6;
 constexpr double kRequestBytes = 96;
 constexpr double kResponseBytes = 96;
 
-// The piece the backend moves a buffer in (KOLO_ALLREDUCE_CHUNK_BYTES, or its default).
-int64_t backend_piece_bytes(const KoloSettings& settings, int ranks) {
-  return allreduce_piece_bytes(settings.config.allreduce_chunk_bytes, ranks);
-}
-
 // The link the negotiation's small messages take, on the links as the sharing ranks see
 // them (as_seen_by_sharing_ranks).
 LinkCost cluster_link(const Hardware& seen) { return link_cost(seen.nodes > 1 ? seen.inter_node : seen.intra_node); }
@@ -106,7 +101,7 @@ class Engine {
       : w_(workload), hw_(cluster), ks_(settings), var_(variation), opt_(options), p_(cluster.ranks()),
         cache_(settings.config.cache_capacity), coordinator_(p_), rng_(variation.seed),
         fusion_(fusion_options(settings.config.fusion_threshold_bytes, settings.config.allreduce_chunk_bytes, p_)),
-        piece_bytes_(backend_piece_bytes(settings, p_)) {
+        piece_bytes_(allreduce_piece_bytes(settings.config.allreduce_chunk_bytes, p_)) {
     const std::vector<Gradient>& grads = w_.profile.gradients;
     if (grads.empty()) throw std::invalid_argument("the workload has no gradients");
     if (w_.batch_per_rank < 1) throw std::invalid_argument("the batch per rank must be at least 1");
@@ -493,7 +488,7 @@ class Engine {
 }  // namespace
 
 double allreduce_seconds(double bytes, const Hardware& cluster, const KoloSettings& settings, double piece_bytes) {
-  if (piece_bytes <= 0) piece_bytes = double(backend_piece_bytes(settings, cluster.ranks()));
+  if (piece_bytes <= 0) piece_bytes = double(allreduce_piece_bytes(settings.config.allreduce_chunk_bytes, cluster.ranks()));
   return allreduce_on(bytes, as_seen_by_sharing_ranks(cluster), settings, piece_bytes);
 }
 
