@@ -40,6 +40,10 @@ void check_loader_setup(const Dataset& dataset, const DistributedSampler& sample
             std::to_string(options.workers) + ", " + std::to_string(options.prefetch) + ")");
   }
   if (options.resize_to < 0) invalid("resize_to must be >= 0, got " + std::to_string(options.resize_to));
+  // The upper end keeps the wait's deadline far from the clock's range.
+  if (!(options.timeout_seconds > 0 && options.timeout_seconds <= 1e9)) {
+    invalid("timeout_seconds must be > 0 and at most 1e9, got " + std::to_string(options.timeout_seconds));
+  }
   if (options.mean.empty() != options.stddev.empty()) invalid("give both mean and stddev, or neither");
   if (!options.mean.empty()) {
     // normalize() checks the sizes and the zeros: try it once here rather than in a worker.

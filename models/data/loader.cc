@@ -2,19 +2,24 @@
 // takes them strictly in order. Batch b may be claimed only while b < next_deliver +
 // capacity, so at most `capacity` batches exist at a time however slow the consumer is.
 // Workers wait only for claimable work or stop; the consumer waits only for its next batch,
-// which a live worker always ends up building (or failing, which next() rethrows).
+// which a live worker always ends up building (or failing, which next() rethrows), unless the
+// user's transform never returns: hence the consumer's timeout, and workers that share the
+// Impl so that one stuck in a transform can be left behind.
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "batch_builder.h"
+#include "kolo/kolo.h"
 
 namespace kolo::models {
 
-struct DataLoader::Impl {
+struct DataLoader::Impl : std::enable_shared_from_this<Impl> {
   // A built batch, or why building it failed.
   struct Slot {
     Batch batch;
@@ -22,14 +27,45 @@ struct DataLoader::Impl {
   };
 
   Impl(const Dataset& dataset, const DistributedSampler& sampler, const LoaderOptions& options)
-      : dataset(dataset), sampler(sampler), options(options), capacity(int64_t{options.workers} * options.prefetch) {}
-  ~Impl() {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      stop = true;
+      : dataset(dataset),
+        sampler(sampler),
+        options(with_counted_transform(options)),
+        capacity(int64_t{options.workers} * options.prefetch) {}
+
+  void start_workers() {
+    for (int i = 0; i < options.workers; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++running;
+      }
+      try {
+        threads.emplace_back([self = shared_from_this()] { self->worker(); });
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        --running;
+        throw;
+      }
     }
+  }
+
+  // Workers check `stop` between samples, so each is done within one sample's work, unless
+  // that work is a transform that does not return. A worker still inside the transform
+  // after the grace is detached: when the transform returns, it sees `stop` before it
+  // touches the dataset again. (The mutex orders its reads of the dataset before our
+  // return, after which the caller may free it.)
+  void stop_workers() {
+    const auto grace = std::chrono::duration<double>(std::min(options.timeout_seconds, kStopGraceSeconds));
+    std::unique_lock<std::mutex> lock(mutex);
+    stop = true;
     work_cv.notify_all();
-    for (std::thread& t : threads) t.join();
+    const bool all_exited = exited_cv.wait_for(lock, grace, [&] { return running == 0; });
+    // The others are all in transforms but for moments of kolo's own work, which ends.
+    if (!all_exited) exited_cv.wait(lock, [&] { return running == in_transform; });
+    lock.unlock();
+    for (std::thread& t : threads) {
+      if (all_exited) t.join();
+      else t.detach();
+    }
   }
 
   int64_t batches_for(int64_t samples) const {
@@ -61,7 +97,13 @@ struct DataLoader::Impl {
       lock.lock();
     }
     if (next_deliver >= batches) return false;
-    ready_cv.wait(lock, [&] { return fatal || ready.count(next_deliver) != 0; });
+    const auto bound = std::chrono::duration<double>(options.timeout_seconds);
+    if (!ready_cv.wait_for(lock, bound, [&] { return fatal || ready.count(next_deliver) != 0; })) {
+      std::ostringstream message;
+      message << "kolo: DataLoader: batch " << next_deliver << " of epoch " << epoch << " not ready after "
+              << options.timeout_seconds << " s (LoaderOptions::timeout_seconds): is the transform stuck?";
+      throw Error(StatusCode::Stalled, message.str());
+    }
     if (fatal) std::rethrow_exception(fatal);
     auto it = ready.find(next_deliver);
     // Left in place: every later call rethrows it too, until start_epoch.
@@ -77,11 +119,32 @@ struct DataLoader::Impl {
 
   int64_t batches_per_epoch() const { return batches_for(sampler.samples_per_rank()); }
 
-  void start_workers() {
-    for (int i = 0; i < options.workers; ++i) threads.emplace_back([this] { worker(); });
+ private:
+  static constexpr double kStopGraceSeconds = 5.0;
+
+  // The user's transform, counted in `in_transform` while a worker is inside it.
+  LoaderOptions with_counted_transform(LoaderOptions counted) {
+    if (!counted.transform) return counted;
+    counted.transform = [this, transform = std::move(counted.transform)](float* image, int64_t channels,
+                                                                           int64_t height, int64_t width,
+                                                                           int64_t index) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++in_transform;
+      }
+      exited_cv.notify_all();
+      struct Leave {
+        Impl* impl;
+        ~Leave() {
+          std::lock_guard<std::mutex> lock(impl->mutex);
+          --impl->in_transform;
+        }
+      } leave{this};  // also when the transform throws
+      transform(image, channels, height, width, index);
+    };
+    return counted;
   }
 
- private:
   bool claimable() const { return started && next_claim < batches && next_claim < next_deliver + capacity; }
 
   // Spare buffers, so that steady state allocates nothing. Called with the mutex held.
@@ -99,6 +162,9 @@ struct DataLoader::Impl {
       }
       ready_cv.notify_all();
     }
+    std::lock_guard<std::mutex> lock(mutex);
+    --running;
+    exited_cv.notify_all();
   }
 
   void work() {
@@ -145,6 +211,9 @@ struct DataLoader::Impl {
   std::mutex mutex;
   std::condition_variable work_cv;   // workers: a batch can be claimed, or stop
   std::condition_variable ready_cv;  // consumer: its next batch is ready, or a worker died
+  std::condition_variable exited_cv;  // stop_workers: `running` fell, or `in_transform` rose
+  int running = 0;                    // workers started and not yet returned
+  int in_transform = 0;               // of those, inside the user's transform
   std::atomic<bool> stop{false};     // also read without the mutex, to cancel a batch mid-way
   std::exception_ptr fatal;
 
@@ -162,12 +231,16 @@ struct DataLoader::Impl {
 
 DataLoader::DataLoader(const Dataset& dataset, const DistributedSampler& sampler, const LoaderOptions& options) {
   data::check_loader_setup(dataset, sampler, options);
-  impl_ = std::make_unique<Impl>(dataset, sampler, options);
-  // If a thread fails to start, impl_'s destructor stops and joins those that did.
-  impl_->start_workers();
+  impl_ = std::make_shared<Impl>(dataset, sampler, options);
+  try {
+    impl_->start_workers();
+  } catch (...) {  // a thread failed to start: stop those that did
+    impl_->stop_workers();
+    throw;
+  }
 }
 
-DataLoader::~DataLoader() = default;
+DataLoader::~DataLoader() { impl_->stop_workers(); }
 
 void DataLoader::start_epoch(int64_t epoch) { impl_->start_epoch(epoch); }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -691,6 +692,42 @@ TEST_CASE("DataLoader stops promptly when dropped mid-epoch", "[data][loader]") 
   CHECK(seconds < 2.0);  // a whole epoch would take 2000 × 1 ms / 3 workers
 }
 
+TEST_CASE("DataLoader gives up on a transform that never returns, and its destructor does not wait for it",
+          "[data][loader]") {
+  // Shared with the stuck worker, which outlives the loader and the dataset.
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  auto data = std::make_unique<Dataset>(synthetic_dataset(20, 1, 2, 2, 10, 2));
+  const DistributedSampler sampler(20, 0, 1, false, 0);
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.workers = 2;
+  options.timeout_seconds = 0.3;
+  options.transform = [release, returned](float*, int64_t, int64_t, int64_t, int64_t index) {
+    if (index != 5) return;  // batch 1
+    while (!*release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    *returned = true;
+  };
+  using Clock = std::chrono::steady_clock;
+  auto loader = std::make_unique<DataLoader>(*data, sampler, options);
+  Batch batch;
+  CHECK(loader->next(batch));  // samples 0-3
+  auto start = Clock::now();
+  CHECK_THROWS_MATCHES(loader->next(batch), kolo::Error, HasCode(StatusCode::Stalled, "timeout_seconds"));
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  CHECK(waited >= 0.29);
+  CHECK(waited < 5.0);
+
+  start = Clock::now();
+  loader.reset();  // the worker in the transform is left behind
+  CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 3.0);
+  data.reset();  // what it must not touch once it returns (ASan would see it)
+  *release = true;
+  for (int i = 0; i < 5000 && !*returned; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(*returned);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it leave build_batch and exit
+}
+
 TEST_CASE("DataLoader refuses options it cannot honour", "[data][loader]") {
   const Dataset data = synthetic_dataset(10, 3, 2, 2, 10, 2);
   const DistributedSampler sampler(10, 0, 1, false, 0);
@@ -705,4 +742,10 @@ TEST_CASE("DataLoader refuses options it cannot honour", "[data][loader]") {
   options.mean = {0.5f};
   options.stddev = {};
   CHECK_THROWS_AS(DataLoader(data, sampler, options), kolo::Error);
+  options.stddev = {1};
+  for (const double timeout : {0.0, -1.0, std::nan(""), 1e300}) {
+    options.timeout_seconds = timeout;
+    CHECK_THROWS_MATCHES(DataLoader(data, sampler, options), kolo::Error,
+                         HasCode(StatusCode::InvalidArgument, "timeout_seconds"));
+  }
 }

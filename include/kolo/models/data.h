@@ -90,6 +90,10 @@ struct LoaderOptions {
   // The random choices for a sample come from (seed, epoch, dataset index) alone, so they do
   // not depend on the number of workers.
   uint64_t seed = 0;
+  // next() waits at most this long for its batch, then throws (StatusCode::Stalled): a
+  // transform that never returns is an error, not a hang. As PyTorch's DataLoader timeout,
+  // but bounded by default.
+  double timeout_seconds = 300.0;
 };
 
 // Produces the batches of one epoch in the sampler's order, prepared by background threads
@@ -98,19 +102,23 @@ struct LoaderOptions {
 class DataLoader {
  public:
   DataLoader(const Dataset& dataset, const DistributedSampler& sampler, const LoaderOptions& options);
-  ~DataLoader();  // stops and joins the workers, even mid-epoch
+  // Stops the workers, even mid-epoch: each finishes the sample in hand. One still inside the
+  // transform after min(timeout_seconds, 5 s) is detached, to finish it on its own; it then
+  // ends without touching the dataset, which may be freed as soon as this returns.
+  ~DataLoader();
   // Starts (or restarts) an epoch; batches still being prepared for the previous one are dropped.
   void start_epoch(int64_t epoch);
   // The next batch; the Batch's previous buffers go back to the workers, so passing the same
   // Batch every time saves reallocating images. False at the end of the epoch.
-  // Rethrows a worker's exception (again on every call, until start_epoch). A first call
-  // without start_epoch() starts epoch 0.
+  // Rethrows a worker's exception (again on every call, until start_epoch); throws if the
+  // batch is not ready within options.timeout_seconds. A first call without start_epoch()
+  // starts epoch 0.
   bool next(Batch& batch);
   int64_t batches_per_epoch() const;
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with the workers, so that a detached one outlives us safely
 };
 
 }  // namespace kolo::models
