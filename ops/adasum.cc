@@ -8,11 +8,6 @@
 
 namespace kolo::ops {
 
-void Backend::sendrecv(const void*, std::size_t, void*, std::size_t, int) {
-  throw Error(StatusCode::Unsupported,
-              "kolo: the " + name() + " backend has no point-to-point exchange (which Adasum needs)");
-}
-
 AdasumCoefficients adasum_coefficients(long double dot, long double a_norm2, long double b_norm2) {
   AdasumCoefficients c;
   if (a_norm2 != 0) c.a = 1 - dot / (2 * a_norm2);

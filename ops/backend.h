@@ -43,6 +43,13 @@ class Backend {
   // goes through Backend, and a call through a derived type without it does not compile.
   virtual void allreduce(const void* input, void* output, int64_t count, DType dtype,
                          ReduceOp op, double scale = 1.0) = 0;
+  // allreduce() of every rank's input multiplied by `prescale` first, with the bits of
+  // scaling each input in a pass of its own, where folds_prescale(): a backend that runs
+  // the reduction steps itself (the MPI backend's ring) scales its input there as it reads
+  // it. For the others the executor scales the input in a pass of its own first.
+  virtual bool folds_prescale() const { return false; }
+  virtual void allreduce_prescaled(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                                   double prescale, double scale);
   // Rank r contributes counts[r] elements; output holds them all, rank by rank. `input`
   // may already be this rank's place in `output` (in place).
   virtual void allgatherv(const void* input, void* output, std::span<const int64_t> counts,

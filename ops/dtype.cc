@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 namespace kolo {
 
@@ -229,14 +231,20 @@ void scale_floats(void* dst, const void* src, int64_t count, const Scaling& scal
   });
 }
 
-// The sum rounded to T first, then scaled: the bits of a sum followed by scale_floats.
+// Each operand scaled and rounded to T, their sum rounded to T, then scaled: the bits of
+// scale_floats on each, a sum, and scale_floats on it.
 template <typename T>
-void sum_scaled_floats(void* out, const void* a_, const void* b_, int64_t count, const Scaling& scaling) {
+void sum_scaled_floats(void* out, const void* a_, const void* b_, int64_t count, const Scaling& scaling,
+                       const Scaling& a_scaling, const Scaling& b_scaling) {
   T* d = static_cast<T*>(out);
   const T* a = static_cast<const T*>(a_);
   const T* b = static_cast<const T*>(b_);
-  with_scaling<T>(scaling, [&](auto scale) {
-    for (int64_t i = 0; i < count; ++i) d[i] = scale(static_cast<T>(a[i] + b[i]));
+  with_scaling<T>(a_scaling, [&](auto scale_a) {
+    with_scaling<T>(b_scaling, [&](auto scale_b) {
+      with_scaling<T>(scaling, [&](auto scale) {
+        for (int64_t i = 0; i < count; ++i) d[i] = scale(static_cast<T>(scale_a(a[i]) + scale_b(b[i])));
+      });
+    });
   });
 }
 
@@ -293,12 +301,22 @@ void reduce_into(void* inout, const void* in, int64_t count, DType dtype, Reduce
 }
 
 void reduce_scaled(void* out, const void* a, const void* b, int64_t count, DType dtype, ReduceOp op,
-                   double factor) {
-  if (factor != 1.0 && op == ReduceOp::Sum && dtype == DType::Float32)
-    return sum_scaled_floats<float>(out, a, b, count, Scaling(factor));
-  if (factor != 1.0 && op == ReduceOp::Sum && dtype == DType::Float64)
-    return sum_scaled_floats<double>(out, a, b, count, Scaling(factor));
-  reduce(out, a, b, count, dtype, op);
+                   double factor, double a_factor, double b_factor) {
+  const bool scaled = factor != 1.0 || a_factor != 1.0 || b_factor != 1.0;
+  if (scaled && op == ReduceOp::Sum && dtype == DType::Float32)
+    return sum_scaled_floats<float>(out, a, b, count, Scaling(factor), Scaling(a_factor), Scaling(b_factor));
+  if (scaled && op == ReduceOp::Sum && dtype == DType::Float64)
+    return sum_scaled_floats<double>(out, a, b, count, Scaling(factor), Scaling(a_factor), Scaling(b_factor));
+  // Any other dtype or op: the steps one by one, a scaled operand in a copy of its own
+  // (out may be the other operand).
+  std::vector<std::byte> a_scaled, b_scaled;
+  const auto operand = [&](const void* x, double x_factor, std::vector<std::byte>& copy) {
+    if (x_factor == 1.0) return x;
+    copy.resize(static_cast<std::size_t>(count) * dtype_size(dtype));
+    scale_copy(copy.data(), x, count, dtype, x_factor);
+    return static_cast<const void*>(copy.data());
+  };
+  reduce(out, operand(a, a_factor, a_scaled), operand(b, b_factor, b_scaled), count, dtype, op);
   scale(out, count, dtype, factor);
 }
 

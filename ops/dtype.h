@@ -19,10 +19,12 @@ uint16_t float_to_bfloat16(float f);  // round to nearest even; NaN stays NaN
 void reduce(void* out, const void* a, const void* b, int64_t count, DType dtype, ReduceOp op);
 void reduce_into(void* inout, const void* in, int64_t count, DType dtype, ReduceOp op);  // reduce(inout, inout, in)
 
-// reduce(), then scale() by factor: the same bits. A float sum does both in one pass, so
-// that a scaled reduction costs what a plain one does.
+// out = ((a * a_factor) op (b * b_factor)) * factor, with the bits of scale_copy() of each
+// operand, reduce(), then scale(). A float sum does it all in one pass, so that a scaled
+// reduction (an average, a prescale, a postscale) costs what a plain one does. out may be
+// a or b.
 void reduce_scaled(void* out, const void* a, const void* b, int64_t count, DType dtype, ReduceOp op,
-                   double factor);
+                   double factor, double a_factor = 1.0, double b_factor = 1.0);
 
 // data[i] *= factor. A factor of exactly 1/n (an average) divides by n instead, correctly
 // rounded; any other factor multiplies in float for float32 and the 16-bit floats and in

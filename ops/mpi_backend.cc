@@ -117,13 +117,19 @@ class MpiBackend final : public Backend {
   std::string name() const override { return "mpi"; }
   bool supports(const Device& device) const override { return device.is_cpu(); }
 
-  // In pieces of chunk_bytes_, each moved by kolo's ring (ops/ring_allreduce.h: a scaled
-  // result, an average, costs what a sum costs there) or, below kRingMinBytesPerRank a
-  // rank, by MPI_Allreduce: latency sets a small piece's time, and MPI's recursive doubling
-  // takes log2(n) steps to the ring's 2 (n - 1). Such a piece is still in cache when it
-  // is scaled.
   void allreduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                  double scale) override {
+    allreduce_prescaled(input, output, count, dtype, op, 1.0, scale);
+  }
+
+  // In pieces of chunk_bytes_, each moved by kolo's ring (ops/ring_allreduce.h: a prescale
+  // and a scaled result, an average, cost what a sum costs there) or, below
+  // kRingMinBytesPerRank a rank, by MPI_Allreduce: latency sets a small piece's time, and
+  // MPI's recursive doubling takes log2(n) steps to the ring's 2 (n - 1). Such a piece is
+  // still in cache when it is scaled, before and after.
+  bool folds_prescale() const override { return true; }
+  void allreduce_prescaled(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, double prescale,
+                           double scale) override {
     const std::size_t element = dtype_size(dtype);
     const int64_t chunk = piece_elements(element);
     for (int64_t offset = 0; offset < count; offset += chunk) {
@@ -131,9 +137,11 @@ class MpiBackend final : public Backend {
       char* out = static_cast<char*>(output) + offset * element;
       const char* in = static_cast<const char*>(input) + offset * element;
       if (size_ > 1 && int64_t(n) * int64_t(element) >= kRingMinBytesPerRank * size_) {
-        ring_allreduce(comm_, in, out, n, dtype, op, scale, scratch_);
+        ring_allreduce(comm_, in, out, n, dtype, op, prescale, scale, scratch_);
       } else {
-        check_mpi(MPI_Allreduce(input == output ? MPI_IN_PLACE : in, out, n, mpi_type(dtype), mpi_op(op, dtype), comm_),
+        const bool in_place = input == output || prescale != 1.0;
+        if (prescale != 1.0) scale_copy(out, in, n, dtype, prescale);
+        check_mpi(MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, n, mpi_type(dtype), mpi_op(op, dtype), comm_),
                   "MPI_Allreduce");
         ops::scale(out, n, dtype, scale);
       }

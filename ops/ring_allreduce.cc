@@ -30,13 +30,14 @@ struct Segments {
 
 }  // namespace
 
-void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, DType dtype, ReduceOp op, double scale,
-                    std::vector<std::byte>& scratch) {
+void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, DType dtype, ReduceOp op,
+                    double prescale, double scale, std::vector<std::byte>& scratch) {
   int rank = 0, size = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   if (size == 1) {
-    scale_copy(output, input, count, dtype, scale);
+    scale_copy(output, input, count, dtype, prescale);
+    ops::scale(output, count, dtype, scale);
     return;
   }
   const Segments seg{count, size, dtype_size(dtype)};
@@ -55,7 +56,8 @@ void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, D
   // Reduce-scatter. In step k this rank passes on its sum of segment rank - k (its own
   // input in step 0) and adds its input to the left neighbour's sum of segment rank - k - 1.
   // After size - 1 steps it holds segment rank + 1 reduced over every rank; the last step
-  // scales it as it writes it.
+  // scales it as it writes it. The prescale applies to this rank's input in every step and
+  // to what arrives in step 0, the neighbour's input as it was sent.
   for (int k = 0; k < size - 1; ++k) {
     const int send = seg.before(rank, k), recv = seg.before(rank, k + 1);
     const std::byte* from = (k == 0 ? in : out) + seg.offset(send);
@@ -69,8 +71,9 @@ void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, D
     KOLO_CHECK(std::size_t(received) == seg.bytes(recv), StatusCode::Internal,
                "kolo: ring allreduce: rank " + std::to_string(left) + " sent " + std::to_string(received) +
                    " bytes of a segment of " + std::to_string(seg.bytes(recv)) + ": the ranks' pieces differ");
-    const double factor = k == size - 2 ? scale : 1.0;
-    reduce_scaled(out + seg.offset(recv), in + seg.offset(recv), scratch.data(), seg.length(recv), dtype, op, factor);
+    const double factor = k == size - 2 ? scale : 1.0, received_factor = k == 0 ? prescale : 1.0;
+    reduce_scaled(out + seg.offset(recv), in + seg.offset(recv), scratch.data(), seg.length(recv), dtype, op, factor,
+                  prescale, received_factor);
   }
   // Allgather. In step k this rank passes on the finished segment it got last (its own in
   // step 0), straight from and into the output.

@@ -7,7 +7,9 @@
 // (measured: 1.2-1.6x a sum over the ResNet-50 gradients at np 2, on an AMD EPYC and an
 // Intel Xeon). Here the scale rides on the last reduction step: each element of this rank's
 // segment is reduced and scaled in one write, while the other rank's bytes are in cache,
-// so an average costs what a sum costs on any CPU (docs/perf.md).
+// so an average costs what a sum costs on any CPU (docs/perf.md). A prescale rides on the
+// reduction steps likewise: this rank's input is scaled as it is read to be added, and a
+// neighbour's raw input (first step) as it is added, so it takes no pass of its own.
 #pragma once
 
 #include <mpi.h>
@@ -20,12 +22,13 @@
 
 namespace kolo::ops {
 
-// output = (the ranks' inputs reduced by op) * scale, on every rank of comm, the same bits
-// everywhere. input may equal output; otherwise it is only read, and the two must not
-// overlap in part. op is element-wise (not Adasum). `scratch` holds one received segment
-// (grown as needed, kept by the caller so that a training step allocates nothing). Every
-// rank of comm calls with the same count.
-void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, DType dtype, ReduceOp op, double scale,
-                    std::vector<std::byte>& scratch);
+// output = (the ranks' inputs, each times prescale, reduced by op) * scale, on every rank of
+// comm, the same bits everywhere, and those of scaling each input first and the result
+// after. input may equal output; otherwise it is only read, and the two must not overlap
+// in part. op is element-wise (not Adasum). `scratch` holds one received segment (grown as
+// needed, kept by the caller so that a training step allocates nothing). Every rank of
+// comm calls with the same count and scales.
+void ring_allreduce(MPI_Comm comm, const void* input, void* output, int count, DType dtype, ReduceOp op,
+                    double prescale, double scale, std::vector<std::byte>& scratch);
 
 }  // namespace kolo::ops

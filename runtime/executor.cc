@@ -156,31 +156,39 @@ void Executor::allreduce(const Response& r, const std::vector<TensorEntry*>& ent
 }
 
 // A tensor on its own runs on the caller's memory: no fusion-buffer copies. The backend
-// scales the result (average, postscale) where it touches it anyway: the MPI backend on
-// each piece's one write into the tensor. The prescale is still a pass of its own before
-// the reduction (in place, or the copy into the output).
+// scales where it touches the data anyway: the MPI backend the result (average,
+// postscale) on each piece's one write into the tensor, and the prescale as its ring
+// reads the input. Other backends get the input prescaled in a pass of its own first (in
+// place, or the copy into the output).
 void Executor::allreduce_one(const Response& r, TensorEntry* entry, Path& path) {
   const int64_t count = r.element_counts[0];
   std::shared_ptr<void> zeros;  // a joined rank's contribution
   void* out;
   const void* in;
+  double prescale = r.prescale;
   if (entry == nullptr) {
     zeros = path.ops.allocate(static_cast<std::size_t>(count) * dtype_size(r.dtype));
     const ops::CopyPiece fill{zeros.get(), nullptr, count};
     path.ops.convert({&fill, 1}, r.dtype, r.dtype, 1.0);
     in = out = zeros.get();
+    prescale = 1.0;  // zeros need none
   } else {
     in = entry->input;
     out = entry->output;
-    if (r.prescale != 1.0) {
+    if (prescale != 1.0 && !path.backend.folds_prescale()) {
       const ops::CopyPiece piece{out, in, count};
-      path.ops.convert({&piece, 1}, r.dtype, r.dtype, r.prescale);
+      path.ops.convert({&piece, 1}, r.dtype, r.dtype, prescale);
       in = out;
+      prescale = 1.0;
     }
   }
-  // The same scale on every rank, a joined one too (its result, zeros' sum, is dropped):
+  // The same scales on every rank, a joined one too (its result, zeros' sum, is dropped):
   // the hierarchical backend scales a slice on one rank that the others of its node get.
-  path.backend.allreduce(in, out, count, r.dtype, backend_op(r.op), final_scale(r));
+  if (prescale != 1.0) {
+    path.backend.allreduce_prescaled(in, out, count, r.dtype, backend_op(r.op), prescale, final_scale(r));
+  } else {
+    path.backend.allreduce(in, out, count, r.dtype, backend_op(r.op), final_scale(r));
+  }
   mark("ALLREDUCE", {entry}, r);
 }
 

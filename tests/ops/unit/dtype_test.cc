@@ -367,6 +367,46 @@ TEST_CASE("reduce_scaled has the bits of reduce followed by scale", "[dtype][red
       }
 }
 
+// With a factor on each operand as well (a ring's prescale, ops/ring_allreduce.h): the bits
+// of scale_copy on each operand, reduce, then scale.
+TEST_CASE("reduce_scaled with operand factors has the bits of scaling each operand first", "[dtype][reduce][scale]") {
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<double> value(-1e3, 1e3);
+  for (DType d : kolo_test::all_dtypes())
+    for (double factor : {1.0, 0.5, 1.0 / 3})
+      for (double a_factor : {1.0, 0.25, 1.0 / 6, 0.37})
+        for (double b_factor : {1.0, 1.0 / 6, 2.5})
+          for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Product}) {
+            INFO(kolo::dtype_name(d) << " " << kolo::op_name(op) << " (a x " << a_factor << ", b x " << b_factor
+                                     << ") x " << factor);
+            const int64_t n = 37;
+            Buffer a(d, {n}), b(d, {n});
+            const auto sample = [&] {
+              if (!kolo::is_floating_point(d)) return double(int(std::abs(value(gen))) % 10);
+              if (d == DType::Float16 || d == DType::BFloat16) return double(int(value(gen)) % 64) / 4;
+              return double(float(value(gen)));
+            };
+            for (int64_t i = 0; i < n; ++i) {
+              a.set(i, sample());
+              b.set(i, sample());
+            }
+            Buffer want = a, b_scaled = b;
+            ops::scale(want.data(), n, d, a_factor);
+            ops::scale(b_scaled.data(), n, d, b_factor);
+            ops::reduce_into(want.data(), b_scaled.data(), n, d, op);
+            ops::scale(want.data(), n, d, factor);
+
+            Buffer out(d, {n});
+            ops::reduce_scaled(out.data(), a.data(), b.data(), n, d, op, factor, a_factor, b_factor);
+            CHECK(out.bytes() == want.bytes());
+            Buffer into_a = a, into_b = b;
+            ops::reduce_scaled(into_a.data(), into_a.data(), b.data(), n, d, op, factor, a_factor, b_factor);
+            ops::reduce_scaled(into_b.data(), a.data(), into_b.data(), n, d, op, factor, a_factor, b_factor);
+            CHECK(into_a.bytes() == want.bytes());
+            CHECK(into_b.bytes() == want.bytes());
+          }
+}
+
 TEST_CASE("scale multiplies floating dtypes and scale_copy leaves the source alone", "[dtype][scale]") {
   SECTION("float32") {
     std::vector<float> v = {1, -2, 3.5f, 0};

@@ -62,7 +62,7 @@ TEST_CASE("ring allreduce: every dtype and op, counts below, at and above the nu
           }
           const Buffer original = input;
           Buffer& result = in_place ? input : output;
-          kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), result.data(), int(count), d, op, 1.0, scratch);
+          kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), result.data(), int(count), d, op, 1.0, 1.0, scratch);
           for (int64_t i = 0; i < count; ++i) {
             INFO("element " << i);
             REQUIRE(result.get(i) == reduce_reference(op, n, i));
@@ -81,8 +81,8 @@ TEST_CASE("ring allreduce: an average is the exact sum divided once, correctly r
   std::vector<float> f(count);
   std::vector<double> g(count);
   for (int i = 0; i < count; ++i) f[i] = float(g[i] = double((i * 7919 + me * 104729) % (1 << 20)));
-  kolo::ops::ring_allreduce(MPI_COMM_WORLD, f.data(), f.data(), count, DType::Float32, ReduceOp::Sum, 1.0 / n, scratch);
-  kolo::ops::ring_allreduce(MPI_COMM_WORLD, g.data(), g.data(), count, DType::Float64, ReduceOp::Sum, 1.0 / n, scratch);
+  kolo::ops::ring_allreduce(MPI_COMM_WORLD, f.data(), f.data(), count, DType::Float32, ReduceOp::Sum, 1.0, 1.0 / n, scratch);
+  kolo::ops::ring_allreduce(MPI_COMM_WORLD, g.data(), g.data(), count, DType::Float64, ReduceOp::Sum, 1.0, 1.0 / n, scratch);
   for (int i = 0; i < count; ++i) {
     double sum = 0;
     for (int r = 0; r < n; ++r) sum += double((i * 7919 + r * 104729) % (1 << 20));
@@ -108,11 +108,39 @@ TEST_CASE("ring allreduce: a scaled result has the bits of the reduction scaled 
           INFO(count << " x " << kolo::dtype_name(d) << " " << kolo::op_name(op) << " scaled by " << factor);
           Buffer input(d, {count}), scaled(d, {count}), reference(d, {count});
           for (int64_t i = 0; i < count; ++i) input.set(i, input_value(me, i) * 7 + 1);
-          kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), reference.data(), int(count), d, op, 1.0, scratch);
+          kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), reference.data(), int(count), d, op, 1.0, 1.0, scratch);
           kolo::ops::scale(reference.data(), count, d, factor);
-          kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), scaled.data(), int(count), d, op, factor, scratch);
+          kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), scaled.data(), int(count), d, op, 1.0, factor, scratch);
           REQUIRE(scaled.bytes() == reference.bytes());
         }
+  kolo_test::world_barrier();
+}
+
+// What the executor did before the ring took the prescale (each rank scaling its input in a
+// pass of its own, then the ring): the ring's prescale, applied as it reads each input,
+// must give the same bits, alone and with a scale after, in place and not.
+TEST_CASE("ring allreduce: a prescale has the bits of each input scaled first, every dtype and op", "[ring]") {
+  const int n = kolo_test::size(), me = kolo_test::rank();
+  std::vector<std::byte> scratch;
+  for (int64_t count : {int64_t(n - 1), int64_t{1001}})
+    for (DType d : kolo_test::all_dtypes())
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max, ReduceOp::Product})
+        for (double prescale : {1.0 / 3.0, 0.37, 2.0})
+          for (double scale : {1.0, 0.5, 1.0 / 3.0})
+            for (bool in_place : {true, false}) {
+              INFO(count << " x " << kolo::dtype_name(d) << " " << kolo::op_name(op) << " prescale " << prescale
+                         << " scale " << scale << (in_place ? " in place" : ""));
+              Buffer input(d, {count}), output(d, {count}), reference(d, {count});
+              for (int64_t i = 0; i < count; ++i) input.set(i, input_value(me, i) * 7 + 1);
+              Buffer prescaled = input;
+              kolo::ops::scale(prescaled.data(), count, d, prescale);
+              kolo::ops::ring_allreduce(MPI_COMM_WORLD, prescaled.data(), reference.data(), int(count), d, op, 1.0,
+                                        scale, scratch);
+              Buffer& result = in_place ? input : output;
+              kolo::ops::ring_allreduce(MPI_COMM_WORLD, input.data(), result.data(), int(count), d, op, prescale,
+                                        scale, scratch);
+              REQUIRE(result.bytes() == reference.bytes());
+            }
   kolo_test::world_barrier();
 }
 
@@ -126,7 +154,7 @@ TEST_CASE("ring allreduce: inexact float sums come out with the same bits on eve
   for (float& v : x) v = value(gen);
   std::vector<float> all(std::size_t(count) * n);  // every rank's input, for the reference
   MPI_Allgather(x.data(), count, MPI_FLOAT, all.data(), count, MPI_FLOAT, MPI_COMM_WORLD);
-  kolo::ops::ring_allreduce(MPI_COMM_WORLD, x.data(), x.data(), count, DType::Float32, ReduceOp::Sum, 0.3, scratch);
+  kolo::ops::ring_allreduce(MPI_COMM_WORLD, x.data(), x.data(), count, DType::Float32, ReduceOp::Sum, 1.0, 0.3, scratch);
   for (int i = 0; i < count; ++i) {
     double sum = 0;
     for (int r = 0; r < n; ++r) sum += all[std::size_t(r) * count + i];
