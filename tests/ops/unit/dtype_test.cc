@@ -335,25 +335,31 @@ TEST_CASE("reduce_into of zero elements touches nothing", "[dtype][reduce]") {
 // reduce_scaled fuses the scale into a float sum's loop; the bits must be those of the two
 // steps it stands for, reduce and then scale, for every kind of factor (an average over a
 // power of two, over 3, a postscale), in place and not.
+namespace {
+
+// n random values that dtype d holds exactly (Buffer::set insists): whole numbers below 100
+// for the integers, k / 4 for the 16-bit floats. 37 is not a multiple of any vector width.
+Buffer random_operand(DType d, std::mt19937& gen, int64_t n = 37) {
+  std::uniform_real_distribution<double> value(-1e3, 1e3);
+  Buffer x(d, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    if (!kolo::is_floating_point(d)) x.set(i, double(int(std::abs(value(gen))) % 100));
+    else if (d == DType::Float16 || d == DType::BFloat16) x.set(i, double(int(value(gen)) % 256) / 4);
+    else x.set(i, double(float(value(gen))));
+  }
+  return x;
+}
+
+}  // namespace
+
 TEST_CASE("reduce_scaled has the bits of reduce followed by scale", "[dtype][reduce][scale]") {
   std::mt19937 gen(7);
-  std::uniform_real_distribution<double> value(-1e3, 1e3);
   for (DType d : kolo_test::all_dtypes())
     for (double factor : {1.0, 0.5, 0.25, 1.0 / 3, 1.0 / 6, 0.3, 2.5})
       for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
         INFO(kolo::dtype_name(d) << " " << kolo::op_name(op) << " scaled by " << factor);
-        const int64_t n = 37;  // not a multiple of any vector width
-        Buffer a(d, {n}), b(d, {n});
-        // Values each dtype holds exactly (Buffer::set insists): k / 4 for the 16-bit floats.
-        const auto sample = [&] {
-          if (!kolo::is_floating_point(d)) return double(int(std::abs(value(gen))) % 100);
-          if (d == DType::Float16 || d == DType::BFloat16) return double(int(value(gen)) % 256) / 4;
-          return double(float(value(gen)));
-        };
-        for (int64_t i = 0; i < n; ++i) {
-          a.set(i, sample());
-          b.set(i, sample());
-        }
+        Buffer a = random_operand(d, gen), b = random_operand(d, gen);
+        const int64_t n = a.count();
         Buffer want = a;
         ops::reduce_into(want.data(), b.data(), n, d, op);
         ops::scale(want.data(), n, d, factor);
@@ -371,7 +377,6 @@ TEST_CASE("reduce_scaled has the bits of reduce followed by scale", "[dtype][red
 // of scale_copy on each operand, reduce, then scale.
 TEST_CASE("reduce_scaled with operand factors has the bits of scaling each operand first", "[dtype][reduce][scale]") {
   std::mt19937 gen(11);
-  std::uniform_real_distribution<double> value(-1e3, 1e3);
   for (DType d : kolo_test::all_dtypes())
     for (double factor : {1.0, 0.5, 1.0 / 3})
       for (double a_factor : {1.0, 0.25, 1.0 / 6, 0.37})
@@ -379,17 +384,8 @@ TEST_CASE("reduce_scaled with operand factors has the bits of scaling each opera
           for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Product}) {
             INFO(kolo::dtype_name(d) << " " << kolo::op_name(op) << " (a x " << a_factor << ", b x " << b_factor
                                      << ") x " << factor);
-            const int64_t n = 37;
-            Buffer a(d, {n}), b(d, {n});
-            const auto sample = [&] {
-              if (!kolo::is_floating_point(d)) return double(int(std::abs(value(gen))) % 10);
-              if (d == DType::Float16 || d == DType::BFloat16) return double(int(value(gen)) % 64) / 4;
-              return double(float(value(gen)));
-            };
-            for (int64_t i = 0; i < n; ++i) {
-              a.set(i, sample());
-              b.set(i, sample());
-            }
+            Buffer a = random_operand(d, gen), b = random_operand(d, gen);
+            const int64_t n = a.count();
             Buffer want = a, b_scaled = b;
             ops::scale(want.data(), n, d, a_factor);
             ops::scale(b_scaled.data(), n, d, b_factor);
