@@ -82,6 +82,11 @@ class Backend {
 // inside any server CPU's last-level cache (docs/perf.md, "Where the host puts the vCPUs").
 inline constexpr int64_t kDefaultPieceBytesPerRank = int64_t{1} << 20;
 
+// The pipeline piece at `size` ranks: KOLO_ALLREDUCE_CHUNK_BYTES, or for 0 the default.
+inline int64_t allreduce_piece_bytes(int64_t chunk_bytes, int size) {
+  return chunk_bytes > 0 ? chunk_bytes : kDefaultPieceBytesPerRank * size;
+}
+
 // The small, latency-bound messages the runtime's negotiation exchanges every cycle.
 class ControlChannel {
  public:

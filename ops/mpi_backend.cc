@@ -110,7 +110,7 @@ class MpiBackend final : public Backend {
       : comm_(comm), chunk_bytes_(options.allreduce_chunk_bytes), progress_(options.progress) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    if (chunk_bytes_ <= 0) chunk_bytes_ = kDefaultPieceBytesPerRank * size_;
+    chunk_bytes_ = allreduce_piece_bytes(chunk_bytes_, size_);
     register_16bit_types();
   }
 

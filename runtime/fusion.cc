@@ -2,16 +2,11 @@
 
 #include <algorithm>
 
-#include "ops/backend.h"
 
 namespace kolo {
 
 FusionOptions fusion_options(int64_t threshold_bytes, int64_t chunk_bytes, int size) {
   return {threshold_bytes, std::min(kUnfusedMinBytesPerRank * size, allreduce_piece_bytes(chunk_bytes, size))};
-}
-
-int64_t allreduce_piece_bytes(int64_t chunk_bytes, int size) {
-  return chunk_bytes > 0 ? chunk_bytes : ops::kDefaultPieceBytesPerRank * size;
 }
 
 int64_t response_bytes(const Response& response) {

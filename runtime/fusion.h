@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "message.h"
+#include "ops/backend.h"
 
 namespace kolo {
 
@@ -29,9 +30,8 @@ inline constexpr int64_t kUnfusedMinBytesPerRank = 256 * 1024;
 // plans with the same.
 FusionOptions fusion_options(int64_t threshold_bytes, int64_t chunk_bytes, int size);
 
-// The MPI backend's pipeline piece at `size` ranks: KOLO_ALLREDUCE_CHUNK_BYTES, or for 0
-// ops::kDefaultPieceBytesPerRank a rank.
-int64_t allreduce_piece_bytes(int64_t chunk_bytes, int size);
+// The MPI backend's pipeline piece (ops/backend.h), for the runtime and the simulator.
+using ops::allreduce_piece_bytes;
 
 // Builds the fused sequence one tensor at a time, in order.
 class FusionPlan {
