@@ -295,10 +295,6 @@ class MpiBackend final : public Backend {
   }
 
   static constexpr int kSendrecvTag = 0x6b6f;  // the ring has its own tag
-  // Measured at np 2 (AMD EPYC, shared memory): the ring and MPI_Allreduce take the same
-  // time from 64 KiB a rank on. At np 4 on two cores MPI's won single pieces up to 128 KiB
-  // a rank, the ring whole sets in 1 MiB pieces (docs/perf.md, "Average and Sum").
-  static constexpr int64_t kRingMinBytesPerRank = int64_t{64} * 1024;
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;

@@ -22,6 +22,12 @@
 
 namespace kolo::ops {
 
+// The MPI backend's pieces of at least this much a rank take the ring, smaller ones
+// MPI_Allreduce. Measured at np 2 (AMD EPYC, shared memory): the two take the same time from
+// 64 KiB a rank on. At np 4 on two cores MPI's won single pieces up to 128 KiB a rank, the
+// ring whole sets in 1 MiB pieces (docs/perf.md, "Average and Sum").
+inline constexpr int64_t kRingMinBytesPerRank = int64_t{64} * 1024;
+
 // output = (the ranks' inputs, each times prescale, reduced by op) * scale, on every rank of
 // comm, the same bits everywhere, and those of scaling each input first and the result
 // after. input may equal output; otherwise it is only read, and the two must not overlap

@@ -41,22 +41,9 @@ namespace {
 using kolo_bench::measure;
 using kolo_bench::median;
 using kolo_bench::measure_times;
+using kolo_bench::round_trip_us;
 using kolo_bench::summary;
 using kolo_bench::Timing;
-
-// One copy of the gradient set. Sums in place grow by a factor of size() every step:
-// refilled with ones (between timed runs) long before they could overflow.
-struct Gradients {
-  std::vector<GradientTensor> tensors = resnet50_gradients_backprop_order();
-  std::vector<std::vector<float>> data;
-  Gradients() {
-    for (const GradientTensor& t : tensors) data.emplace_back(t.elements(), 1.0f);
-  }
-  void refill_if_large() {
-    if (data[0][0] < 1e30f) return;
-    for (auto& d : data) std::fill(d.begin(), d.end(), 1.0f);
-  }
-};
 
 // What kolo runs in one timed step: the set (or its fused part) with one op and scales.
 // Names differ per case (`prefix`), as in a training loop, where a tensor's op never
@@ -123,32 +110,6 @@ void raw_mpi(std::vector<float>& flat, Gradients& g, int warmup, int reps, std::
       });
   a.insert(a.end(), times[0].begin(), times[0].end());
   b.insert(b.end(), times[1].begin(), times[1].end());
-}
-
-// The round trip of one byte between ranks 0 and 1, in microseconds (median of 200): on a
-// VM it tells where the host placed the vCPUs, which sets how fast every allreduce runs
-// (at np 2 under plain mpirun on a 2-vCPU AMD EPYC VM it read 0.35 us while the two shared
-// an L3 and 0.85-0.9 us while they did not, and the host moved them within seconds; MPI's
-// yielding wait, as kolorun sets it, and more ranks than cores lengthen it too).
-double round_trip_us() {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size < 2) return 0;
-  std::vector<double> times;
-  char byte = 0;
-  for (int i = 0; i < 200; ++i) {
-    const double start = MPI_Wtime();
-    if (rank == 0) {
-      MPI_Send(&byte, 1, MPI_CHAR, 1, 9, MPI_COMM_WORLD);
-      MPI_Recv(&byte, 1, MPI_CHAR, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    } else if (rank == 1) {
-      MPI_Recv(&byte, 1, MPI_CHAR, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(&byte, 1, MPI_CHAR, 0, 9, MPI_COMM_WORLD);
-    }
-    times.push_back((MPI_Wtime() - start) * 1e6);
-  }
-  return median(times);
 }
 
 void print_row(const char* name, const Timing& t, double baseline_ms) {

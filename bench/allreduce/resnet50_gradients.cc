@@ -8,6 +8,15 @@ int64_t GradientTensor::elements() const {
   return n;
 }
 
+Gradients::Gradients() {
+  for (const GradientTensor& t : tensors) data.emplace_back(t.elements(), 1.0f);
+}
+
+void Gradients::refill_if_large() {
+  if (data[0][0] < 1e30f) return;
+  for (auto& d : data) std::fill(d.begin(), d.end(), 1.0f);
+}
+
 std::vector<GradientTensor> resnet50_gradients_backprop_order() {
   std::vector<GradientTensor> forward;
   auto conv = [&](const std::string& name, int64_t out, int64_t in, int64_t k) {

@@ -13,3 +13,12 @@ struct GradientTensor {
 };
 
 std::vector<GradientTensor> resnet50_gradients_backprop_order();
+
+// One copy of the set, every value 1. Sums in place grow by a factor of the ranks every
+// step: refilled with ones (between timed runs) long before they could overflow.
+struct Gradients {
+  std::vector<GradientTensor> tensors = resnet50_gradients_backprop_order();
+  std::vector<std::vector<float>> data;
+  Gradients();
+  void refill_if_large();
+};
