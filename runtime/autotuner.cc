@@ -14,7 +14,7 @@ Autotuner::Autotuner(std::vector<TunedSetting> candidates, int64_t bytes_per_tri
 std::vector<TunedSetting> Autotuner::default_candidates(int size) {
   std::vector<TunedSetting> grid;
   for (int64_t threshold : {int64_t{1} << 20, int64_t{4} << 20, int64_t{64} << 20})
-    for (int64_t per_rank : {int64_t{64} << 10, int64_t{128} << 10, int64_t{256} << 10, int64_t{1} << 20})
+    for (int64_t per_rank : {int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20, int64_t{16} << 20})
       grid.push_back({threshold, per_rank * size});
   return grid;
 }
