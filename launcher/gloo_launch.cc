@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <mutex>
 
 #include "environment.h"
 #include "job_output.h"
@@ -27,7 +28,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A job without elastic flags: one round, its places fixed at the start.
+// A job without elastic flags: its places fixed at the start. A worker that shuts kolo down
+// and starts it again (as Horovod's Gloo mode allows, and its test suite does) takes the
+// same place in the job's next round; once a worker has ended there is no next round, nor a
+// first one for a late worker: its place would wait for a worker that is gone.
 class FixedMembership final : public rendezvous::Membership {
  public:
   explicit FixedMembership(const std::vector<GlooWorker>& workers) : size_(int(workers.size())) {
@@ -37,15 +41,25 @@ class FixedMembership final : public rendezvous::Membership {
     auto it = rank_of_.find({host, slot});
     if (it == rank_of_.end())
       return {rendezvous::Status::Gone, "kolorun started no worker " + host + ":" + std::to_string(slot)};
-    if (after_round >= 1)
-      return {rendezvous::Status::Gone,
-              "this job does not re-form after a failure (kolorun without --min-np/--max-np)"};
-    return {rendezvous::Status::Ok, rendezvous::to_text({1, it->second, size_})};
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ended_.empty())
+      return {rendezvous::Status::Gone, ended_ + ", and this job does not re-form without it (kolorun without "
+                                                 "--min-np/--max-np)"};
+    return {rendezvous::Status::Ok, rendezvous::to_text({after_round + 1, it->second, size_})};
+  }
+  // Called from kolorun's loop, which reaps the workers; place() runs on the server's thread.
+  void worker_ended(const GlooWorker& w, int exit_code) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ended_.empty())
+      ended_ = "rank " + std::to_string(w.rank) + " (" + w.host + ":" + std::to_string(w.slot) + ") has " +
+               (exit_code == 0 ? "finished" : how_it_ended(exit_code));
   }
 
  private:
   int size_;
   std::map<std::pair<std::string, int>, int> rank_of_;
+  std::mutex mutex_;
+  std::string ended_;  // the first worker to end, said as place() tells the others
 };
 
 }  // namespace
@@ -125,6 +139,27 @@ std::vector<EnvVar> worker_variables(const GlooWorker& w, const LaunchOptions& o
   return variables;
 }
 
+std::vector<EnvVar> horovod_place_variables(const GlooWorker& worker, const std::vector<GlooWorker>& workers) {
+  std::vector<std::string> hosts;  // in the order of their first rank
+  std::map<std::string, int> workers_on;
+  for (const GlooWorker& w : workers) {
+    if (workers_on[w.host]++ == 0) hosts.push_back(w.host);
+  }
+  int cross_rank = 0, cross_size = 0;
+  for (const std::string& host : hosts) {
+    if (workers_on[host] <= worker.slot) continue;  // no worker in this slot there
+    if (host == worker.host) cross_rank = cross_size;
+    ++cross_size;
+  }
+  return {{"HOROVOD_HOSTNAME", worker.host},
+          {"HOROVOD_RANK", std::to_string(worker.rank)},
+          {"HOROVOD_SIZE", std::to_string(workers.size())},
+          {"HOROVOD_LOCAL_RANK", std::to_string(worker.slot)},
+          {"HOROVOD_LOCAL_SIZE", std::to_string(workers_on[worker.host])},
+          {"HOROVOD_CROSS_RANK", std::to_string(cross_rank)},
+          {"HOROVOD_CROSS_SIZE", std::to_string(cross_size)}};
+}
+
 std::string describe_worker_failure(int rank, const std::string& host, int exit_code, const JobOutput& output) {
   std::string report = "kolorun: rank " + std::to_string(rank) + " (on " + host + ") " + how_it_ended(exit_code) +
                        "; its last lines:\n";
@@ -190,14 +225,20 @@ int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hos
   JobOutput output({options.num_ranks, options.output_filename, options.verbose});
   WorkerPool pool(output);
   for (const GlooWorker& w : workers) {
-    const std::vector<EnvVar> variables = worker_variables(w, options, address, server.port(), secret);
+    std::vector<EnvVar> variables = worker_variables(w, options, address, server.port(), secret);
+    const std::vector<EnvVar> place = horovod_place_variables(w, workers);
+    variables.insert(variables.end(), place.begin(), place.end());
     const std::vector<std::string> argv = worker_argv(w, options, variables, context);
-    if (options.verbose) std::fprintf(stderr, "kolorun: rank %d: %s\n", w.rank, format_command(LaunchCommand{.argv = argv}).c_str());
+    if (options.verbose) {
+      LaunchCommand shown;
+      shown.argv = argv;
+      std::fprintf(stderr, "kolorun: rank %d: %s\n", w.rank, format_command(shown).c_str());
+    }
     pool.start(argv, apply_changes(context.environment, {}, variables), w.rank);
   }
 
   std::optional<size_t> first_failure;
-  std::optional<Clock::time_point> kill_at;
+  Clock::time_point kill_at = Clock::time_point::max();  // when the workers left get SIGKILL
   int interrupted_by = 0;
   auto after = [](double seconds) {
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -212,14 +253,16 @@ int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hos
       pool.signal_all(SIGTERM);
       kill_at = after(options.kill_grace_seconds);
     }
+    for (size_t i = 0; i < pool.count(); ++i)
+      if (const std::optional<int> code = pool.exit_code(i)) membership.worker_ended(workers[i], *code);
     for (size_t i = 0; i < pool.count() && !first_failure && !interrupted_by; ++i) {
       if (pool.exit_code(i).value_or(0) == 0) continue;
       first_failure = i;
       kill_at = after(options.kill_after_failure_seconds);
     }
-    if (kill_at && Clock::now() >= *kill_at) {
+    if (Clock::now() >= kill_at) {
       pool.signal_all(SIGKILL);
-      kill_at.reset();
+      kill_at = Clock::time_point::max();
     }
   }
   output.finish();

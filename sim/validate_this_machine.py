@@ -34,10 +34,12 @@ Nothing is fitted to the np 2 and np 4 rows. Each row also gets kolo-sim's p10-p
 many rounds fell inside it; a second table gives every round, np 1 inputs included.
 """
 import argparse
+import atexit
 import csv
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -239,7 +241,9 @@ def netns_hardware(args, cluster, local_file):
         "inter_node.latency_us": "sim/validate_this_machine.py: kolo allreduce at np 2 over two namespace hosts, "
                                  "unshaped, ring fit: " + "; ".join(samples),
         "inter_node.bandwidth_GBps": "the same fit"})
-    path = os.path.join(tempfile.mkdtemp(prefix="kolo-sim-netns-"), "netns.json")
+    workdir = tempfile.mkdtemp(prefix="kolo-sim-netns-")
+    atexit.register(shutil.rmtree, workdir, True)  # the rates' files beside it are read until the end
+    path = os.path.join(workdir, "netns.json")
     with open(path, "w") as f:
         json.dump(hw, f, indent=2)
     return path, fit

@@ -21,12 +21,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kolo_examples_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+// A fresh folder for one test, removed with what it holds when the test ends.
+struct Scratch {
+  fs::path dir;
+  explicit Scratch(const std::string& name)
+      : dir(fs::temp_directory_path() / ("kolo_examples_" + name + "_" + std::to_string(getpid()))) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
 
 std::string read(const fs::path& path) {
   std::ifstream in(path);
@@ -70,7 +77,8 @@ TEST_CASE("the epoch line reads like Keras'", "[format]") {
 
 TEST_CASE("the metrics CSV has a header and one row per epoch, a resumed run keeps the rows before it",
           "[metrics]") {
-  const fs::path file = scratch("csv") / "m.csv";
+  const Scratch scratch("csv");
+  const fs::path file = scratch.dir / "m.csv";
   {
     MetricsCsv csv(file.string(), 0);
     for (int64_t e = 1; e <= 3; ++e) csv.append({.epoch = e, .epochs = 3, .steps = 10, .loss = 1.0 / e});
@@ -97,7 +105,8 @@ TEST_CASE("an unwritable metrics CSV is an error naming the file", "[metrics]") 
 }
 
 TEST_CASE("the checkpoint folder finds the newest epoch and keeps the newest files", "[checkpoint]") {
-  const fs::path dir = scratch("ckpt") / "nested";
+  const Scratch scratch("ckpt");
+  const fs::path dir = scratch.dir / "nested";
   CheckpointDir checkpoints(dir.string(), 2);
   CHECK(checkpoints.latest_epoch() == 0);  // the folder does not even exist yet
   CHECK(checkpoints.path_for(3) == (dir / "checkpoint-epoch-0003.kolo").string());
@@ -114,7 +123,8 @@ TEST_CASE("the checkpoint folder finds the newest epoch and keeps the newest fil
 
 TEST_CASE("the checkpoint folder never removes the epoch it just saved, and reads names as it finds them",
           "[checkpoint]") {
-  const fs::path dir = scratch("ckpt_other_run");
+  const Scratch scratch("ckpt_other_run");
+  const fs::path& dir = scratch.dir;
   CheckpointDir checkpoints(dir.string(), 2);
   std::unique_ptr<models::Net> net = models::mnist_convnet();
   models::initialize(*net, 1);

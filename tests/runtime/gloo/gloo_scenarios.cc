@@ -4,6 +4,7 @@
 //
 //   kolorun --gloo -np 3 kolo_gloo_scenarios collectives
 //   KOLO_DYNAMIC_PROCESS_SETS=1 kolorun --gloo -np 3 kolo_gloo_scenarios process_sets
+//   kolorun --gloo -np 2 kolo_gloo_scenarios restart_after_an_exit
 //
 // Exit status: the number of failed checks on this rank, 3 when it checked nothing
 // (kolorun reports the first rank that fails).
@@ -91,6 +92,35 @@ class GlooPeer final : public kolo_scenarios::Peer {
   int meetings_ = 0, checks_ = 0, failures_ = 0;
 };
 
+// A worker that shuts kolo down and starts it again keeps its place in the job (Horovod's
+// Gloo mode allows it, and its test suite does it), and the collectives run as before.
+void a_restart_keeps_the_place(kolo_scenarios::Peer& peer) {
+  const int rank = kolo::rank(), size = kolo::size();
+  kolo::shutdown();
+  kolo::init();
+  PEER_CHECK(peer, kolo::rank() == rank && kolo::size() == size,
+             "rank " + std::to_string(kolo::rank()) + " of " + std::to_string(kolo::size()) + " after the restart, " +
+                 std::to_string(rank) + " of " + std::to_string(size) + " before");
+}
+
+// Once a worker has ended, a restart of another is refused at once, naming it, instead of
+// waiting for a place that needs the worker that is gone.
+void a_restart_after_a_worker_ended_is_refused(kolo_scenarios::Peer& peer) {
+  const int rank = kolo::rank();
+  kolo::shutdown();
+  if (rank != 0) return;  // ends: main returns after this scenario
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // kolorun notices rank 1's end within 0.1 s
+  std::string error = "(none)";
+  try {
+    kolo::init();
+  } catch (const kolo::Error& e) {
+    error = e.what();
+  }
+  PEER_CHECK(peer, error.find("rank 1 (localhost:1) has finished") != std::string::npos &&
+                       error.find("does not re-form") != std::string::npos,
+             "init() after rank 1 ended: " + error);
+}
+
 const std::map<std::string, std::vector<std::pair<const char*, Scenario>>> kSuites = {
     {"collectives",
      {{"allreduce of every dtype and op, round after round", kolo_scenarios::allreduce_rounds_are_exact_and_cached},
@@ -99,7 +129,10 @@ const std::map<std::string, std::vector<std::pair<const char*, Scenario>>> kSuit
       {"allgather, broadcast, alltoall, reducescatter", kolo_scenarios::other_collectives_are_exact},
       {"join", kolo_scenarios::join_reduces_over_the_ranks_still_active},
       {"mismatches", kolo_scenarios::mismatches_fail_on_every_rank},
-      {"a cached tensor changing shape", kolo_scenarios::cached_tensor_changing_shape_fails_on_every_rank}}},
+      {"a cached tensor changing shape", kolo_scenarios::cached_tensor_changing_shape_fails_on_every_rank},
+      {"a restart keeps the place", a_restart_keeps_the_place},
+      {"allreduce after the restart", kolo_scenarios::allreduce_rounds_are_exact_and_cached}}},
+    {"restart_after_an_exit", {{"a restart after a worker ended is refused", a_restart_after_a_worker_ended_is_refused}}},
     {"process_sets",
      {{"every op on overlapping, disjoint and singleton sets",
        kolo_scenarios::every_op_on_overlapping_disjoint_and_singleton_sets},
@@ -114,7 +147,7 @@ int main(int argc, char** argv) {
   const std::string suite = argc > 1 ? argv[1] : "";
   auto it = kSuites.find(suite);
   if (it == kSuites.end()) {
-    std::fprintf(stderr, "usage: kolorun --gloo -np N kolo_gloo_scenarios collectives|process_sets\n");
+    std::fprintf(stderr, "usage: kolorun --gloo -np N kolo_gloo_scenarios collectives|process_sets|restart_after_an_exit\n");
     return 2;
   }
   const std::optional<kolo::GlooJob> job = kolo::gloo_job_from_environment();
@@ -124,14 +157,16 @@ int main(int argc, char** argv) {
   }
   kolo::init();
   GlooPeer peer(*job);
+  const int rank = peer.rank(), size = peer.size();  // also when kolo is down, after the last scenario
   for (const auto& [name, scenario] : it->second) {
     const int before = peer.failures();
     scenario(peer);
-    peer.sync();  // every rank is done with the scenario's names before the next one
-    if (peer.rank() == 0) std::printf("%s: %s\n", peer.failures() == before ? "passed" : "FAILED", name);
+    if (kolo::is_initialized()) peer.sync();  // every rank is done with the scenario's names before the next one
+    if (rank == 0) std::printf("%s: %s\n", peer.failures() == before ? "passed" : "FAILED", name);
+    if (!kolo::is_initialized()) break;  // the scenario ended kolo here
   }
-  std::printf("rank %d: %d checks, %d failed\n", peer.rank(), peer.checks(), peer.failures());
-  kolo::shutdown();
-  if (peer.checks() == 0) return 3;  // nothing was checked: not a pass
+  std::printf("rank %d of %d: %d checks, %d failed\n", rank, size, peer.checks(), peer.failures());
+  if (kolo::is_initialized()) kolo::shutdown();
+  if (peer.checks() == 0 && suite != "restart_after_an_exit") return 3;  // nothing was checked: not a pass
   return std::min(peer.failures(), 100);
 }
