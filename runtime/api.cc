@@ -556,6 +556,9 @@ int64_t current_gloo_round() { return g_gloo_running ? g_last_gloo_round : 0; }
 int nccl_built() { return build_info().nccl_version_code; }
 bool cuda_built() { return build_info().cuda; }
 bool mpi_threads_supported() {
+  KOLO_CHECK(!gloo_enabled(), StatusCode::InvalidArgument,
+             "kolo: mpi_threads_supported() asks about MPI, which this job does not run on: it runs over Gloo "
+             "(kolorun --gloo, or an elastic job)");
   int initialized = 0, provided = MPI_THREAD_SINGLE;
   MPI_Initialized(&initialized);
   if (!initialized) throw Error(StatusCode::InvalidArgument, "kolo: mpi_threads_supported() needs MPI: call kolo::init() first");
