@@ -25,6 +25,21 @@ int64_t rows_of_rank(int64_t rows, int size, int r) {
 
 ReduceOp backend_op(ReduceOp op) { return op == ReduceOp::Average ? ReduceOp::Sum : op; }
 
+// A tensor's first phase, named as Horovod's timeline names it (its users and its test
+// suite look for NEGOTIATE_ALLREDUCE).
+const char* negotiate_phase(OpType type) {
+  switch (type) {
+    case OpType::Allreduce: return "NEGOTIATE_ALLREDUCE";
+    case OpType::Allgather: return "NEGOTIATE_ALLGATHER";
+    case OpType::Broadcast: return "NEGOTIATE_BROADCAST";
+    case OpType::Alltoall: return "NEGOTIATE_ALLTOALL";
+    case OpType::Reducescatter: return "NEGOTIATE_REDUCESCATTER";
+    case OpType::Barrier: return "NEGOTIATE_BARRIER";
+    case OpType::ProcessSet: break;
+  }
+  return "NEGOTIATE";
+}
+
 }  // namespace
 
 DType wire_dtype(DType dtype, Compression compression) {
@@ -86,7 +101,7 @@ std::shared_ptr<ops::Event> Executor::run(const Response& r, const std::vector<T
     for (std::size_t i = 0; i < entries.size(); ++i) {
       TensorEntry* e = entries[i];
       if (e == nullptr) continue;
-      timeline_.phase(role_.set_id, r.names[i], "NEGOTIATE", e->enqueued, e->reported);
+      timeline_.phase(role_.set_id, r.names[i], negotiate_phase(r.type), e->enqueued, e->reported);
       timeline_.phase(role_.set_id, r.names[i], "WAIT_FOR_OTHERS", e->reported, decided);
     }
     phase_start_ = clock_.now();

@@ -155,8 +155,12 @@ void Runtime::loop() {
       // a core busy for as long as the stall lasts (MPI polls while it waits). It sleeps
       // from the cycle's end, which the ranks share, so that they wake together and none
       // polls in the next allreduce while another still sleeps.
-      if (!has_pending()) queue_.wait_for_work(start + cycle_time);
-      else if (start - last_progress_ > stalled_after) queue_.wait_for_work(clock_.now() + stalled_cycle_time);
+      if (!has_pending()) {
+        timeline_.flush_if_written();
+        queue_.wait_for_work(start + cycle_time);
+      } else if (start - last_progress_ > stalled_after) {
+        queue_.wait_for_work(clock_.now() + stalled_cycle_time);
+      }
     }
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what() + where_);

@@ -74,6 +74,14 @@ void Timeline::close() {
 void Timeline::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (file_ != nullptr) std::fflush(file_);
+  unflushed_ = false;
+}
+
+void Timeline::flush_if_written() {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (file_ != nullptr && unflushed_) std::fflush(file_);
+  unflushed_ = false;
 }
 
 void Timeline::close_locked() {
@@ -110,9 +118,11 @@ void Timeline::write_event(const char* name, int tid, Clock::time_point start,
                first_event_ ? "" : ",\n", name, pid_, tid, micros(start), micros(end) - micros(start),
                args.c_str());
   first_event_ = false;
+  unflushed_ = true;
   if (end - flushed_ > std::chrono::seconds(1)) {
     std::fflush(file_);
     flushed_ = end;
+    unflushed_ = false;
   }
 }
 
@@ -142,6 +152,7 @@ void Timeline::cycle_start(Clock::time_point when) {
   std::fprintf(file_, "%s{\"name\":\"CYCLE_START\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%.3f}",
                first_event_ ? "" : ",\n", pid_, micros(when));
   first_event_ = false;
+  unflushed_ = true;
 }
 
 }  // namespace kolo

@@ -1,5 +1,5 @@
 // Chrome-trace JSON (chrome://tracing, Perfetto) of what the background thread did to
-// each tensor: one lane per tensor name with its phases (NEGOTIATE, WAIT_FOR_OTHERS,
+// each tensor: one lane per tensor name with its phases (NEGOTIATE_<OP>, WAIT_FOR_OTHERS,
 // MEMCPY_IN, the collective, MEMCPY_OUT), and one lane of fused groups. One timeline serves
 // every process set of a rank (each event names its set), so the background threads of
 // several sets write to it, and the program may open or close it while they do
@@ -47,6 +47,10 @@ class Timeline {
   // there. The file is still open, without its closing "]", which trace viewers accept.
   // Events are also written out at least every second on their own.
   void flush();
+  // Writes out what was written since the last flush, if anything: the background thread
+  // calls it before it sleeps, so that a program reading the file while kolo idles finds
+  // its last collectives there (Horovod's test suite reads it 0.1 s after an allreduce).
+  void flush_if_written();
 
   // One phase of one tensor of process set `set`, from start to end. `args` is a JSON
   // object body or empty.
@@ -74,6 +78,7 @@ class Timeline {
   Clock::time_point origin_;
   std::unordered_map<std::string, int> lanes_;  // by "<set>/<tensor>"
   bool first_event_ = true;
+  bool unflushed_ = false;     // written since the last flush
   Clock::time_point flushed_;  // the last event's end when the file was last flushed
 };
 

@@ -6,7 +6,7 @@
     build/sim/kolo-sim --model my_net.json --hardware v100_nvlink2_edr --batch 64 ...
 
 The gradients are the tensors allreduced once a step (the lanes with the most ALLREDUCE
-phases, or those whose names start with --prefix). A tensor's NEGOTIATE phase starts when
+phases, or those whose names start with --prefix). A tensor's NEGOTIATE_ALLREDUCE phase starts when
 the program submits it, so for every step after the first (which negotiates by name):
   - the step time is the time between one step's first submission and the next's;
   - a gradient's ready_fraction is 1 - (the step's last submission - its own) / backward,
@@ -37,7 +37,7 @@ def read_lanes(path):
         lane = names.get(e.get("tid"))
         if lane is None or e.get("ph") != "X":
             continue
-        if e["name"] == "NEGOTIATE":
+        if e["name"].startswith("NEGOTIATE"):  # NEGOTIATE_ALLREDUCE (NEGOTIATE before 2026-11-30)
             lanes[lane]["submits"].append(e["ts"] * 1e-6)
         elif e["name"] == "ALLREDUCE":
             lanes[lane]["allreduces"] += 1

@@ -429,7 +429,7 @@ class Engine {
   }
   void trace_negotiation(std::size_t from, std::size_t to, double decided) {
     for (std::size_t k = from; k < to; ++k)
-      opt_.trace->phase(0, requests_[k].name, "NEGOTIATE", as_time_point(submit_time(0, k)), as_time_point(decided));
+      opt_.trace->phase(0, requests_[k].name, "NEGOTIATE_ALLREDUCE", as_time_point(submit_time(0, k)), as_time_point(decided));
   }
   void trace_response(const Response& r, double bytes, double start, double end) {
     const bool fused = r.names.size() > 1;

@@ -13,7 +13,7 @@ also doing something else. With --repeats N the rank counts run in turn N times 
 1, 2, 4, ...), so that each repeat's np 2 / np 1 compute ratio (busy_ratios) compares runs
 made minutes apart at most.
 
-From rank r's timeline, step k's gradients are the tensors allreduced once a step (NEGOTIATE
+From rank r's timeline, step k's gradients are the tensors allreduced once a step (NEGOTIATE_ALLREDUCE
 starts when the program submits one). Its compute time is
 
     compute(r, k) = last submission of step k − end of rank r's last collective of step k−1
@@ -90,7 +90,7 @@ def steps_of(path):
     reduced = {tid: [e for e in evs if e["name"] == "ALLREDUCE"] for tid, evs in by_lane.items()}
     steps = max(len(v) for v in reduced.values())
     grads = [tid for tid, v in reduced.items() if len(v) == steps]
-    negotiations = {tid: [e for e in by_lane[tid] if e["name"] == "NEGOTIATE"] for tid in grads}
+    negotiations = {tid: [e for e in by_lane[tid] if e["name"].startswith("NEGOTIATE")] for tid in grads}
     out = []
     for k in range(steps):
         last_submit = max(negotiations[tid][k]["ts"] for tid in grads)

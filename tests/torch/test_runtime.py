@@ -1,6 +1,8 @@
 """kolo.torch's lifetime, queries, process sets (dynamic: conftest.py turns them on), join,
 barrier and timeline, as horovod.torch 0.28 has them. Static sets, made by init(), are
 static_process_sets.py's: a pytest session starts kolo once."""
+import time
+
 import pytest
 import torch
 
@@ -116,6 +118,19 @@ def test_join_returns_the_last_rank_and_the_others_reduce_with_its_zeros():
 def test_barrier():
     hvd.barrier()
     hvd.barrier(process_set=hvd.global_process_set)
+
+
+def test_timeline_reaches_the_file_while_kolo_idles(tmp_path):
+    """Horovod's test_timeline: a program may read the timeline while it is open; what ran is
+    there once kolo idles, under Horovod's names."""
+    path = tmp_path / 'idle_timeline.json'
+    hvd.start_timeline(str(path))
+    hvd.allreduce(torch.ones(3), name='timeline.idle')
+    time.sleep(0.2)
+    text = path.read_text() if hvd.rank() == 0 else ''
+    hvd.stop_timeline()
+    if hvd.rank() == 0:
+        assert 'allreduce.timeline.idle' in text and 'NEGOTIATE_ALLREDUCE' in text, text[-2000:]
 
 
 def test_timeline_is_written_by_rank_0(tmp_path):

@@ -167,6 +167,26 @@ TEST_CASE("a flushed timeline has its events on disk while it is still open", "[
   std::remove(path.c_str());
 }
 
+TEST_CASE("flush_if_written writes out the events since the last flush", "[timeline]") {
+  const std::string path = temp_path("kolo_timeline_flush_if_written");
+  const auto t0 = kolo::Timeline::Clock::now();
+  kolo::Timeline timeline;
+  timeline.flush_if_written();  // not open: nothing
+  timeline.open(path, 0, t0);
+  timeline.phase(0, "grad/w", "ALLREDUCE", t0 + 1ms, t0 + 2ms);  // 1 ms after the open: not flushed by time
+  timeline.flush_if_written();
+  const auto on_disk = [&] {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const json doc = json::parse(on_disk() + "]");
+  CHECK(phases_on(doc, lane_of(lanes_of(doc, 0), "grad/w")) == std::vector<std::string>{"ALLREDUCE"});
+  timeline.flush_if_written();  // nothing new: the same bytes
+  CHECK(json::parse(on_disk() + "]") == doc);
+  timeline.close();
+  std::remove(path.c_str());
+}
+
 TEST_CASE("cycle markers are global instant CYCLE_START events at the cycles' times", "[timeline]") {
   const std::string path = temp_path("kolo_timeline_cycles");
   {
@@ -272,13 +292,13 @@ TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "
   const int big = lane_of(lanes, "tl/big");
   REQUIRE(big > 0);
   const auto big_phases = phases_on(doc, big);
-  CHECK(contains(big_phases, "NEGOTIATE"));
+  CHECK(contains(big_phases, "NEGOTIATE_ALLREDUCE"));
   CHECK(contains(big_phases, "WAIT_FOR_OTHERS"));
   CHECK(contains(big_phases, "ALLREDUCE"));
   double negotiate_ts = -1, allreduce_ts = -1;
   for (const json& e : doc) {
     if (e.at("ph") != "X" || e.at("tid") != big) continue;
-    if (e.at("name") == "NEGOTIATE" && negotiate_ts < 0) negotiate_ts = e.at("ts");
+    if (e.at("name") == "NEGOTIATE_ALLREDUCE" && negotiate_ts < 0) negotiate_ts = e.at("ts");
     if (e.at("name") == "ALLREDUCE" && allreduce_ts < 0) allreduce_ts = e.at("ts");
   }
   CHECK(negotiate_ts <= allreduce_ts);
@@ -307,7 +327,7 @@ TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "
     const int tid = lane_of(lanes, name);
     REQUIRE(tid > 0);
     const auto phases = phases_on(doc, tid);
-    CHECK(contains(phases, "NEGOTIATE"));
+    CHECK(contains(phases, "NEGOTIATE_ALLREDUCE"));
     CHECK(contains(phases, "ALLREDUCE"));
     if (contains(phases, "MEMCPY_IN") && contains(phases, "MEMCPY_OUT")) ++small_with_memcpy;
   }
@@ -319,7 +339,7 @@ TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "
     if (e.at("name") == "CYCLE_START" && e.at("ph") == "i") marks.push_back(e.at("ts").get<double>());
   REQUIRE(marks.size() >= 10);
   CHECK(std::is_sorted(marks.begin(), marks.end()));
-  // A collective runs inside a cycle, so a cycle began before it. (NEGOTIATE starts at
+  // A collective runs inside a cycle, so a cycle began before it. (NEGOTIATE_ALLREDUCE starts at
   // the submission, which may come before the background thread's first cycle.)
   CHECK(marks.front() <= allreduce_ts);
 
@@ -327,6 +347,8 @@ TEST_CASE("timeline of a two-rank run has per-tensor phases and fused groups", "
   const int bcast = lane_of(lanes, "tl/bcast"), gather = lane_of(lanes, "tl/gather");
   REQUIRE(bcast > 0);
   REQUIRE(gather > 0);
+  CHECK(contains(phases_on(doc, bcast), "NEGOTIATE_BROADCAST"));
   CHECK(contains(phases_on(doc, bcast), "BROADCAST"));
+  CHECK(contains(phases_on(doc, gather), "NEGOTIATE_ALLGATHER"));
   CHECK(contains(phases_on(doc, gather), "ALLGATHER"));
 }

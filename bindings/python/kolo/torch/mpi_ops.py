@@ -165,8 +165,11 @@ def synchronize(handle):
 
 # ---- Argument handling shared by the collectives -------------------------------------------
 
-def _name(name):
-    return '' if name is None else str(name)  # empty: kolo names it, the same on every rank
+def _name(op, name):
+    """Horovod's name for a named operation: the op's, a dot, then the caller's ("allreduce.fc1.weight"),
+    as in its timelines and stall messages; so that one name may serve two different collectives at
+    once, as in Horovod. None: empty, and kolo names it ("allreduce.noname.7"), the same on every rank."""
+    return '' if name is None else f'{op}.{name}'
 
 
 def _reduce_op(op, average):
@@ -231,7 +234,8 @@ def _allreduce_async(tensors, name, op, prescale_factor, postscale_factor, compr
         compression = Compression.none
 
     def submit(sent, kolo_op):
-        args = (_name(name), kolo_op, float(prescale_factor), float(postscale_factor), wire, set_id, in_place)
+        args = (_name('grouped_allreduce' if grouped else 'allreduce', name), kolo_op, float(prescale_factor),
+                float(postscale_factor), wire, set_id, in_place)
         if grouped:
             return _C.grouped_allreduce_async(sent, *args)
         return [_C.allreduce_async(sent[0], *args)]
@@ -367,12 +371,13 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating every rank's `tensor` along the first dimension (whose length may
     differ per rank); returns a handle."""
-    return _register([_C.allgather_async(tensor, _name(name), _set_id(process_set))], _first)
+    return _register([_C.allgather_async(tensor, _name('allgather', name), _set_id(process_set))], _first)
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """allgather_async of a list, negotiated as one unit; synchronize() returns the list."""
-    return _register(_C.grouped_allgather_async(list(tensors), _name(name), _set_id(process_set)), _all)
+    return _register(_C.grouped_allgather_async(list(tensors), _name('grouped_allgather', name),
+                                                   _set_id(process_set)), _all)
 
 
 def _own_rows(grad_outputs, rows, process_set):
@@ -425,7 +430,8 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 def _broadcast_async(tensor, root_rank, name, process_set, in_place):
     if not isinstance(root_rank, int):
         raise ValueError(f'root_rank must be an int (a rank of the global set), not {root_rank!r}')
-    return _register([_C.broadcast_async(tensor, root_rank, _name(name), _set_id(process_set), in_place)], _first)
+    return _register([_C.broadcast_async(tensor, root_rank, _name('broadcast', name), _set_id(process_set),
+                                         in_place)], _first)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
@@ -480,7 +486,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
         split_list, splits_dtype = splits.tolist(), splits.dtype
     else:
         split_list, splits_dtype = [int(s) for s in splits], torch.int32
-    handle = _C.alltoall_async(tensor, split_list, _name(name), _set_id(process_set))
+    handle = _C.alltoall_async(tensor, split_list, _name('alltoall', name), _set_id(process_set))
 
     def finish(results):
         return results[0], torch.tensor(handle.received_splits(), dtype=splits_dtype)
@@ -519,7 +525,8 @@ def _reducescatter_async(tensors, name, op, process_set, prescale_factor, postsc
     set_id = _set_id(process_set)
 
     def submit(sent, kolo_op):
-        args = (_name(name), kolo_op, float(prescale_factor), float(postscale_factor), set_id)
+        args = (_name('grouped_reducescatter' if grouped else 'reducescatter', name), kolo_op,
+                float(prescale_factor), float(postscale_factor), set_id)
         if grouped:
             return _C.grouped_reducescatter_async(sent, *args)
         return [_C.reducescatter_async(sent[0], *args)]
