@@ -6,8 +6,8 @@
 //   KOLO_DYNAMIC_PROCESS_SETS=1 kolorun --gloo -np 3 kolo_gloo_scenarios process_sets
 //   kolorun --gloo -np 2 kolo_gloo_scenarios restart_after_an_exit
 //
-// Exit status: the number of failed checks on this rank, 3 when it checked nothing
-// (kolorun reports the first rank that fails).
+// Exit status: the number of failed checks on this rank, 3 when it checked nothing (but in
+// restart_after_an_exit, whose rank 1 only ends); kolorun reports the first rank that fails.
 #include <cstdio>
 #include <future>
 #include <map>
