@@ -159,6 +159,7 @@ void Runtime::loop() {
         timeline_.flush_if_written();
         queue_.wait_for_work(start + cycle_time);
       } else if (start - last_progress_ > stalled_after) {
+        timeline_.flush_if_written();  // a hung job's timeline shows what ran last
         queue_.wait_for_work(clock_.now() + stalled_cycle_time);
       }
     }

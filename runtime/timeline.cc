@@ -151,8 +151,7 @@ void Timeline::cycle_start(Clock::time_point when) {
   if (file_ == nullptr || !mark_cycles_) return;
   std::fprintf(file_, "%s{\"name\":\"CYCLE_START\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%.3f}",
                first_event_ ? "" : ",\n", pid_, micros(when));
-  first_event_ = false;
-  unflushed_ = true;
+  first_event_ = false;  // a marker alone is not worth a write to the file: it waits for an event
 }
 
 }  // namespace kolo

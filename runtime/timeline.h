@@ -47,9 +47,10 @@ class Timeline {
   // there. The file is still open, without its closing "]", which trace viewers accept.
   // Events are also written out at least every second on their own.
   void flush();
-  // Writes out what was written since the last flush, if anything: the background thread
-  // calls it before it sleeps, so that a program reading the file while kolo idles finds
-  // its last collectives there (Horovod's test suite reads it 0.1 s after an allreduce).
+  // Writes out the events written since the last flush, if any (cycle markers alone do not
+  // count): the background thread calls it before it sleeps, idle or stalled, so that a
+  // program reading the file meanwhile finds the last collectives there (Horovod's test
+  // suite reads it 0.1 s after an allreduce).
   void flush_if_written();
 
   // One phase of one tensor of process set `set`, from start to end. `args` is a JSON
@@ -78,7 +79,7 @@ class Timeline {
   Clock::time_point origin_;
   std::unordered_map<std::string, int> lanes_;  // by "<set>/<tensor>"
   bool first_event_ = true;
-  bool unflushed_ = false;     // written since the last flush
+  bool unflushed_ = false;     // events written since the last flush
   Clock::time_point flushed_;  // the last event's end when the file was last flushed
 };
 

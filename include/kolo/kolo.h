@@ -332,7 +332,7 @@ bool gloo_enabled(); // kolo runs on Gloo now (a kolorun --gloo or elastic worke
 bool mpi_enabled();  // kolo runs on MPI now
 int nccl_built();    // as Horovod's: the NCCL_VERSION_CODE kolo was built with, 0 without NCCL
 bool cuda_built();
-bool mpi_threads_supported();  // MPI's thread level is MPI_THREAD_MULTIPLE
+bool mpi_threads_supported();  // MPI's thread level is MPI_THREAD_MULTIPLE (InvalidArgument over Gloo)
 bool is_homogeneous();         // every node runs the same number of ranks
 
 }  // namespace kolo

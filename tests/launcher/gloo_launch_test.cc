@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gloo_launch.h"
+#include "runtime/gloo_job.h"
 
 using namespace kolo::launcher;
 
@@ -38,5 +39,30 @@ TEST_CASE("kolorun --gloo tells each worker its place with horovodrun --gloo's v
   for (const GlooWorker& w : workers) {
     INFO("rank " << w.rank);
     CHECK(as_map(horovod_place_variables(w, workers)) == expected[w.rank]);
+  }
+}
+
+TEST_CASE("the place kolorun --gloo tells a worker is the one the runtime takes from the rendezvous", "[gloo]") {
+  // kolo's runtime derives its topology from the hosts its workers name (topology_from_hosts);
+  // the variables must agree with it for every layout kolorun plans.
+  const std::vector<std::vector<HostSlots>> layouts = {
+      {{"localhost", 2}}, {{"a", 3}, {"b", 2}}, {{"a", 1}, {"b", 4}, {"c", 2}}, {{"x", 2}, {"y", 2}, {"z", 2}}};
+  for (const auto& hosts : layouts) {
+    int slots = 0;
+    for (const HostSlots& h : hosts) slots += *h.slots;
+    const std::vector<GlooWorker> workers = plan_gloo_workers(slots, hosts);
+    std::vector<std::string> host_of_rank;
+    for (const GlooWorker& w : workers) host_of_rank.push_back(w.host);
+    for (const GlooWorker& w : workers) {
+      const kolo::Topology t = kolo::topology_from_hosts(host_of_rank, w.rank);
+      const std::map<std::string, std::string> told = as_map(horovod_place_variables(w, workers));
+      INFO("rank " << w.rank << " on " << w.host << " of " << slots);
+      CHECK(told.at("HOROVOD_RANK") == std::to_string(t.rank));
+      CHECK(told.at("HOROVOD_SIZE") == std::to_string(t.size));
+      CHECK(told.at("HOROVOD_LOCAL_RANK") == std::to_string(t.local_rank));
+      CHECK(told.at("HOROVOD_LOCAL_SIZE") == std::to_string(t.local_size));
+      CHECK(told.at("HOROVOD_CROSS_RANK") == std::to_string(t.cross_rank));
+      CHECK(told.at("HOROVOD_CROSS_SIZE") == std::to_string(t.cross_size));
+    }
   }
 }

@@ -102,3 +102,21 @@ def test_a_collective_that_fails_on_some_ranks_leaves_the_job_able_to_go_on():
         root_says = hvd.broadcast_object({'round': first} if hvd.rank() == 0 else None, root_rank=0)
         assert root_says == {'round': first}
     assert_close(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full([3], float(n)))
+
+
+def test_names_are_horovods_op_dot_name_and_empty_is_unnamed():
+    """Horovod names an operation '<op>.<name>' (its GetOpName), so one name may serve two
+    different collectives at once; '' is unnamed, as None is."""
+    t = rank_input(hvd.rank(), (4,))
+    both = [hvd.allreduce_async(t, name='shared.name', op=hvd.Sum), hvd.allgather_async(t, name='shared.name')]
+    summed, gathered = (hvd.synchronize(h) for h in both)
+    inputs = all_inputs((4,))
+    assert_close(summed, sum(inputs))
+    assert_close(gathered, torch.cat(inputs))
+    unnamed = [hvd.allreduce_async(t, name='', op=hvd.Sum) for _ in range(2)]  # two in flight at once
+    for h in unnamed:
+        assert_close(hvd.synchronize(h), sum(inputs))
+    first = hvd.allreduce_async(t, name='twice', op=hvd.Sum)
+    with pytest.raises(ValueError, match='allreduce.twice'):  # the same op and name twice is still refused
+        hvd.allreduce_async(t, name='twice', op=hvd.Sum)
+    assert_close(hvd.synchronize(first), sum(inputs))

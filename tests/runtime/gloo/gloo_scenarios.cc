@@ -75,20 +75,22 @@ class GlooPeer final : public kolo_scenarios::Peer {
     ++checks_;
     if (ok) return;
     ++failures_;
-    std::fprintf(stderr, "rank %d: %s:%d: FAILED: CHECK(%s): %s\n", rank(), file, line, expression, context.c_str());
+    std::fprintf(stderr, "rank %d: %s:%d: FAILED: CHECK(%s): %s\n", job_rank_, file, line, expression,
+                 context.c_str());
   }
   int checks() const { return checks_; }
   int failures() const { return failures_; }
 
  private:
   [[noreturn]] void give_up(const std::string& what) {
-    std::fprintf(stderr, "rank %d: FAILED: %s did not finish in time\n", rank(), what.c_str());
+    std::fprintf(stderr, "rank %d: FAILED: %s did not finish in time\n", job_rank_, what.c_str());
     std::fflush(nullptr);
     std::_Exit(4);
   }
 
   kolo::Config settings_;
   kolo::rendezvous::Client store_;
+  const int job_rank_ = kolo::rank();  // what a failure says, also after a scenario ended kolo
   int meetings_ = 0, checks_ = 0, failures_ = 0;
 };
 

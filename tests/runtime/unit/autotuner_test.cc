@@ -1,6 +1,8 @@
 // The autotuner's grid search: one trial per candidate, then the best by bytes/second.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "runtime/autotuner.h"
 
 using Catch::Matchers::StartsWith;
@@ -8,11 +10,14 @@ using Catch::Matchers::StartsWith;
 TEST_CASE("autotuner default grid covers thresholds and per-rank pieces scaled by size", "[autotune]") {
   const auto grid = kolo::Autotuner::default_candidates(4);
   REQUIRE(grid.size() == 12);
+  std::set<int64_t> pieces_per_rank;
   for (const auto& s : grid) {
     CHECK(s.fusion_threshold_bytes > 0);
     CHECK(s.chunk_bytes % 4 == 0);
-    CHECK(s.chunk_bytes >= (int64_t{64} << 10) * 4);
+    pieces_per_rank.insert(s.chunk_bytes / 4);
   }
+  // Around the default (1 MiB a rank), up to pieces that hold most tensors whole.
+  CHECK(pieces_per_rank == std::set<int64_t>{int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20, int64_t{16} << 20});
   const auto grid1 = kolo::Autotuner::default_candidates(1);
   REQUIRE(grid1.size() == grid.size());
   for (std::size_t i = 0; i < grid.size(); ++i) {

@@ -168,8 +168,9 @@ def synchronize(handle):
 def _name(op, name):
     """Horovod's name for a named operation: the op's, a dot, then the caller's ("allreduce.fc1.weight"),
     as in its timelines and stall messages; so that one name may serve two different collectives at
-    once, as in Horovod. None: empty, and kolo names it ("allreduce.noname.7"), the same on every rank."""
-    return '' if name is None else f'{op}.{name}'
+    once, as in Horovod. None or '': unnamed, and kolo names it ("allreduce.noname.7"), the same on every
+    rank (Horovod takes '' as unnamed too)."""
+    return '' if name is None or str(name) == '' else f'{op}.{name}'
 
 
 def _reduce_op(op, average):
