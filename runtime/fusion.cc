@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace kolo {
 
 FusionOptions fusion_options(int64_t threshold_bytes, int64_t chunk_bytes, int size) {

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "common/checkpoint_dir.h"
 #include "common/dataset_tools.h"
@@ -14,6 +13,7 @@
 #include "common/format.h"
 #include "common/metrics_csv.h"
 #include "support/status.h"
+#include "support/temp_dir.h"
 
 using namespace kolo::examples;
 namespace models = kolo::models;
@@ -21,19 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh folder for one test, removed with what it holds when the test ends.
-struct Scratch {
-  fs::path dir;
-  explicit Scratch(const std::string& name)
-      : dir(fs::temp_directory_path() / ("kolo_examples_" + name + "_" + std::to_string(getpid()))) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-};
 
 std::string read(const fs::path& path) {
   std::ifstream in(path);
@@ -77,8 +64,8 @@ TEST_CASE("the epoch line reads like Keras'", "[format]") {
 
 TEST_CASE("the metrics CSV has a header and one row per epoch, a resumed run keeps the rows before it",
           "[metrics]") {
-  const Scratch scratch("csv");
-  const fs::path file = scratch.dir / "m.csv";
+  const kolo_test::TempDir scratch("kolo-examples-csv");
+  const fs::path file = scratch.path / "m.csv";
   {
     MetricsCsv csv(file.string(), 0);
     for (int64_t e = 1; e <= 3; ++e) csv.append({.epoch = e, .epochs = 3, .steps = 10, .loss = 1.0 / e});
@@ -105,8 +92,8 @@ TEST_CASE("an unwritable metrics CSV is an error naming the file", "[metrics]") 
 }
 
 TEST_CASE("the checkpoint folder finds the newest epoch and keeps the newest files", "[checkpoint]") {
-  const Scratch scratch("ckpt");
-  const fs::path dir = scratch.dir / "nested";
+  const kolo_test::TempDir scratch("kolo-examples-ckpt");
+  const fs::path dir = scratch.path / "nested";
   CheckpointDir checkpoints(dir.string(), 2);
   CHECK(checkpoints.latest_epoch() == 0);  // the folder does not even exist yet
   CHECK(checkpoints.path_for(3) == (dir / "checkpoint-epoch-0003.kolo").string());
@@ -123,8 +110,8 @@ TEST_CASE("the checkpoint folder finds the newest epoch and keeps the newest fil
 
 TEST_CASE("the checkpoint folder never removes the epoch it just saved, and reads names as it finds them",
           "[checkpoint]") {
-  const Scratch scratch("ckpt_other_run");
-  const fs::path& dir = scratch.dir;
+  const kolo_test::TempDir scratch("kolo-examples-ckpt");
+  const fs::path& dir = scratch.path;
   CheckpointDir checkpoints(dir.string(), 2);
   std::unique_ptr<models::Net> net = models::mnist_convnet();
   models::initialize(*net, 1);

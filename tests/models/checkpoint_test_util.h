@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,26 +14,15 @@
 #include <vector>
 
 #include "kolo/models.h"
+#include "support/temp_dir.h"
 
 namespace ckpt_test {
 
 namespace fs = std::filesystem;
 
-// A fresh folder, removed with everything in it at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("kolo-checkpoint-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    ::chmod(path.c_str(), 0700);  // in case a test made it read-only
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+// A fresh folder (support/temp_dir.h) that also finds save_checkpoint's temporaries.
+struct TempDir : kolo_test::TempDir {
+  TempDir() : kolo_test::TempDir("kolo-checkpoint-test") {}
 
   // Names of files that look like save_checkpoint's temporaries ("<name>.tmp.<pid>").
   std::vector<std::string> temporaries() const {

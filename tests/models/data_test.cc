@@ -18,6 +18,7 @@
 
 #include "kolo/models.h"
 #include "support/status.h"
+#include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace kolo::models;
@@ -29,20 +30,8 @@ namespace {
 
 const std::string kFixtures = KOLO_TEST_DATA_DIR;
 
-// A fresh folder, removed with everything in it at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("kolo-data-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+struct TempDir : kolo_test::TempDir {
+  TempDir() : kolo_test::TempDir("kolo-data-test") {}
 };
 
 void write_file(const std::string& path, const Bytes& bytes) {
