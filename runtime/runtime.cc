@@ -27,6 +27,15 @@ std::string where_of(const SetRole& role) {
   return " in process set " + std::to_string(role.id) + " (ranks " + ranks + ")";
 }
 
+// The coordinator's stall message ("kolo: tensor 'x' was not submitted by ...; failing
+// it") as the reason in another: "tensor 'x' was not submitted by ...".
+std::string stall_reason(std::string message) {
+  const std::string prefix = "kolo: ";
+  if (message.compare(0, prefix.size(), prefix) == 0) message.erase(0, prefix.size());
+  if (const std::size_t tail = message.rfind("; failing"); tail != std::string::npos) message.erase(tail);
+  return message;
+}
+
 }  // namespace
 
 Runtime::Runtime(std::unique_ptr<Transport> transport, Config config, const Clock& clock, Timeline& timeline,
@@ -138,6 +147,7 @@ void Runtime::shutdown() {
 
 void Runtime::loop() {
   Status exit_status(StatusCode::Aborted, "kolo is shut down");
+  bool agreed = false;  // the loop ended in a cycle every rank took part in
   set_thread_log_rank(global_rank(transport_->rank()));  // a set's rank 0 is not the job's
   try {
     const auto cycle_time = std::chrono::duration_cast<Clock::duration>(config_.cycle_time());
@@ -163,6 +173,8 @@ void Runtime::loop() {
         queue_.wait_for_work(clock_.now() + stalled_cycle_time);
       }
     }
+    agreed = true;
+    if (stopped_by_stall_) exit_status = *stopped_by_stall_;
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what() + where_);
     // A device error counts as a communication failure too (the cautious choice): it
@@ -178,14 +190,13 @@ void Runtime::loop() {
     communication_failed_ = true;
     KOLO_LOG(Error) << exit_status.message();
   }
-  // The loop stopped for any reason but a shutdown every rank agreed on: the other ranks
-  // cannot go on with this one, so the job ends. The watchdog hears of it before the
-  // handles fail: a program that sees the error and exits at once must find the runtime
-  // failed (its exit then ends the job), not still running.
-  if (exit_status.code() != StatusCode::Aborted) watchdog_->failed(exit_status);
+  // The loop stopped for any reason but a stop every rank agreed on (a shutdown, a stall):
+  // the other ranks cannot go on with this one, so the job ends. The watchdog hears of it
+  // before the handles fail: a program that sees the error and exits at once must find the
+  // runtime failed (its exit then ends the job), not still running.
+  if (!agreed) watchdog_->failed(exit_status);
   fail_everything(exit_status);
-  if (exit_status.code() == StatusCode::Aborted && !shutdown_requested_ && role_.on_shutdown_by_others)
-    role_.on_shutdown_by_others();
+  if (agreed && !shutdown_requested_ && role_.on_shutdown_by_others) role_.on_shutdown_by_others();
 }
 
 void Runtime::fail_everything(const Status& status) {
@@ -389,7 +400,7 @@ bool Runtime::cycle() {
     }
   }
   if (progressed) last_progress_ = clock_.now();
-  return !(flags_any & kShutdown);
+  return !(flags_any & kShutdown) && !stopped_by_stall_;
 }
 
 // Runs the cached tensors whose bits are set in `ready`, in slot order, fused.
@@ -474,7 +485,13 @@ void Runtime::run(const std::vector<Response>& responses,
     if (r.kind == Response::Kind::Error) {
       status = Status(r.error_code, r.error_message);
       // A stall shutdown: some rank never submitted, and may never call anything again.
-      if (r.error_code == StatusCode::Stalled) watchdog_->failed(status);
+      // Every rank has this response in this cycle, so every rank stops after it, as
+      // Horovod does: the operations still waiting fail, later ones fail at once, and a
+      // program that sees the error can end as it chooses (docs/reliability.md).
+      if (r.error_code == StatusCode::Stalled && !stopped_by_stall_)
+        stopped_by_stall_ = Status(StatusCode::Stalled, "kolo has shut down " +
+                                                            (where_.empty() ? "on every rank" : where_.substr(1)) +
+                                                            " after a stall: " + stall_reason(r.error_message));
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {
       continue;  // cannot happen: the coordinator only releases these when every rank has them
     } else if (r.type == OpType::ProcessSet) {

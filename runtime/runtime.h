@@ -172,6 +172,10 @@ class Runtime {
   std::vector<uint32_t> invalidations_to_send_;
   std::unique_ptr<Coordinator> coordinator_;         // rank 0 only
   std::vector<Response> stalled_failures_;           // rank 0: to broadcast
+  // Set on every rank in the same cycle, by the first stall failure the coordinator sent:
+  // the loop then stops there, as after a shutdown every rank agreed on (Horovod's
+  // HOROVOD_STALL_SHUTDOWN_TIME_SECONDS), with this as the reason.
+  std::optional<Status> stopped_by_stall_;
   std::map<uint32_t, Clock::time_point> partial_since_;  // rank 0: slot -> first seen partial
   Clock::time_point last_stall_check_;
   std::unique_ptr<Autotuner> autotuner_;  // KOLO_AUTOTUNE: every rank decodes, rank 0 decides

@@ -86,6 +86,13 @@ inline int size() { return kolo::size(); }
 
 // Keeps ranks in step between phases of a test (outside kolo, on MPI_COMM_WORLD). Bounded:
 // if another rank left the test early, this one fails instead of waiting forever.
+// A stall shuts kolo down on every rank (docs/reliability.md): a test that made one
+// starts it again for the tests after it.
+inline void restart_kolo_after_stall() {
+  kolo::shutdown();
+  kolo::init();
+}
+
 inline void world_barrier(std::chrono::seconds timeout = 2 * kOpTimeout) {
   MPI_Request request;
   MPI_Ibarrier(MPI_COMM_WORLD, &request);

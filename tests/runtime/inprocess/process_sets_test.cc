@@ -117,6 +117,8 @@ TEST_CASE("in-process: static process sets get ids in the order listed and run a
   }) > 0);
 }
 
+// The stall shuts kolo down in that set only: the set's later operations fail at once,
+// the global set's run on.
 TEST_CASE("in-process: a stalled tensor of a process set fails naming the set and its rank",
           "[inprocess][process_sets]") {
   JobOptions options;
@@ -127,14 +129,25 @@ TEST_CASE("in-process: a stalled tensor of a process set fails naming the set an
   options.process_sets = {{1, 2}};
   Job job(options);
   CHECK(job.run([](kolo_scenarios::Peer& peer) {
-    if (peer.rank() != 1) return;  // rank 2 never submits
     std::vector<float> v(3, 1.0f);
     kolo::AllreduceOptions in_set{kolo::ReduceOp::Sum};
     in_set.process_set = kolo::ProcessSet(1);
-    const kolo::Status s = peer.wait(kolo::allreduce_async("stalled", kolo::view(v), in_set));
-    PEER_CHECK(peer, s.code() == kolo::StatusCode::Stalled && contains(s.message(), "in process set 1 (ranks 1, 2)") &&
-                         contains(s.message(), "not submitted by rank(s) 2"),
-               describe(s));
+    if (peer.rank() == 1) {  // rank 2 never submits
+      const kolo::Status s = peer.wait(kolo::allreduce_async("stalled", kolo::view(v), in_set));
+      PEER_CHECK(peer, s.code() == kolo::StatusCode::Stalled && contains(s.message(), "in process set 1 (ranks 1, 2)") &&
+                           contains(s.message(), "not submitted by rank(s) 2"),
+                 describe(s));
+    }
+    peer.sync();
+    if (peer.rank() != 0) {
+      const kolo::Status later = peer.wait(kolo::allreduce_async("after", kolo::view(v), in_set));
+      PEER_CHECK(peer, later.code() == kolo::StatusCode::Stalled &&
+                           contains(later.message(), "kolo has shut down in process set 1 (ranks 1, 2) after a stall"),
+                 describe(later));
+    }
+    std::fill(v.begin(), v.end(), 1.0f);
+    const kolo::Status global = peer.wait(kolo::allreduce_async("global", kolo::view(v), {kolo::ReduceOp::Sum}));
+    PEER_CHECK(peer, global.ok() && v == std::vector<float>(3, 3.0f), describe(global) << ", [0] = " << v[0]);
   }) > 0);
 }
 

@@ -174,6 +174,7 @@ TEST_CASE("stall: a cached tensor missing on one rank also fails as Stalled", "[
     CHECK(took <= fail_after + 9);
   }
   world_barrier();
+  restart_kolo_after_stall();
 }
 
 // Rank 0 groups {a, b}, rank 1 groups {a, c}: b and c stall and fail; a is complete but
@@ -194,4 +195,5 @@ TEST_CASE("stall: a grouped tensor whose group cannot complete does not hang", "
     CHECK_FALSE(s.ok());
   }
   world_barrier();
+  restart_kolo_after_stall();
 }

@@ -164,6 +164,7 @@ TEST_CASE("scenario: a cached tensor that changes shape fails on every rank", "[
 // Its own CTest entry, with KOLO_STALL_CHECK_TIME_SECONDS=1 and KOLO_STALL_SHUTDOWN_TIME_SECONDS=3.
 TEST_CASE("scenario: a tensor missing on some ranks warns naming them, then fails as Stalled", "[.][stall]") {
   run(kolo_scenarios::stalled_tensor_warns_then_fails);
+  kolo_test::restart_kolo_after_stall();
 }
 
 // Process sets and the rest of Horovod's surface: their own CTest entries (mpi_np*_process_sets),

@@ -1,6 +1,6 @@
 // Scenarios (peer.h) of collectives that cannot run: ranks that disagree, a tensor that
 // changes shape in the response cache, a tensor that some rank never submits (stall
-// warning, then Stalled), and a rank that hangs (the others fail with CommFailure). None
+// warning, then Stalled, and kolo stops on every rank), and a rank that hangs (the others fail with CommFailure). None
 // of them hangs: every wait is bounded.
 #pragma once
 
@@ -114,8 +114,10 @@ inline std::string line_with(const std::string& text, const std::string& a, cons
 
 // Rank 0 submits a tensor the others never do, and rank 1 one that the others never do.
 // Rank 0 warns about each (after KOLO_STALL_CHECK_TIME_SECONDS), naming the ranks missing,
-// then fails both as Stalled after KOLO_STALL_SHUTDOWN_TIME_SECONDS; the names are usable
-// afterwards. Needs short stall settings (in-process they are simulated).
+// then fails both as Stalled after KOLO_STALL_SHUTDOWN_TIME_SECONDS, and kolo stops on
+// every rank, as Horovod's stall shutdown stops it: a later operation fails at once, saying
+// why. The caller starts kolo again if it needs it. Needs short stall settings (in-process
+// they are simulated).
 inline void stalled_tensor_warns_then_fails(Peer& peer) {
   if (peer.size() < 2) return;
   const kolo::Config& settings = peer.settings();
@@ -140,7 +142,10 @@ inline void stalled_tensor_warns_then_fails(Peer& peer) {
     const double took = peer.seconds() - start;
     const std::string missing_here = missing(peer.rank() == 0 ? all_but_0 : all_but_1);
     PEER_CHECK(peer, s.code() == kolo::StatusCode::Stalled, describe(s));
-    PEER_CHECK(peer, contains(s.message(), mine) && contains(s.message(), missing_here),
+    // Both fail in the same stall check, unless they reached the coordinator on either
+    // side of one: then the second did not run because kolo had stopped.
+    PEER_CHECK(peer, contains(s.message(), mine) && (contains(s.message(), missing_here) ||
+                                                     contains(s.message(), "' did not run")),
                "'" << s.message() << "' should name " << mine << " and " << missing_here);
     PEER_CHECK(peer, took >= fail_after - 0.5 && took <= fail_after + 7,
                "failed after " << took << " s; KOLO_STALL_SHUTDOWN_TIME_SECONDS is " << fail_after);
@@ -156,7 +161,14 @@ inline void stalled_tensor_warns_then_fails(Peer& peer) {
                "the warnings should come before the failures:\n" << log);
   }
   peer.sync();
-  for (const char* name : {"scn/stall/only_rank0", "scn/stall/only_rank1"}) expect_name_reusable(peer, name);
+  std::vector<float> later(3, 1.0f);
+  const double asked = peer.seconds();
+  const kolo::Status after = peer.wait(kolo::allreduce_async("scn/stall/after", kolo::view(later), {kolo::ReduceOp::Sum}));
+  PEER_CHECK(peer, after.code() == kolo::StatusCode::Stalled &&
+                       contains(after.message(), "has shut down on every rank after a stall: tensor 'scn/stall/only_rank"),
+             "an operation after the stall shutdown: " << describe(after));
+  PEER_CHECK(peer, peer.seconds() - asked < 1, "it should fail at once, not after " << peer.seconds() - asked << " s");
+  PEER_CHECK(peer, later == std::vector<float>(3, 1.0f), "an operation after the stall shutdown wrote its buffer");
 }
 
 // The last rank hangs (it stops taking part in anything) while every rank has an
