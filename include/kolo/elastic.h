@@ -10,9 +10,11 @@
 //   });
 //
 // run() syncs the state from rank 0, then calls the training function. When a worker is
-// lost, a collective fails with CommFailure on the others: run() restores the last
-// committed state, re-forms kolo with the workers left (reset(): shutdown(), init()), syncs
-// and calls the function again. When hosts are added or removed, commit() throws
+// lost, a collective fails with CommFailure on the others; when one is alive but stops
+// taking part (stuck in its own code), a collective fails with Stalled after
+// KOLO_STALL_SHUTDOWN_TIME_SECONDS. Either way run() restores the last committed state,
+// re-forms kolo with the workers that come back (reset(): shutdown(), init()), syncs and
+// calls the function again. When hosts are added or removed, commit() throws
 // HostsUpdatedInterrupt on every rank at the same step: run() re-forms without restoring.
 // Outside an elastic job, run() just calls the function, and a failure ends it as usual.
 #pragma once
@@ -77,7 +79,7 @@ auto run(State& state, Train&& train) -> decltype(train()) {
     try {
       return train();
     } catch (const Error& e) {
-      if (e.code() != StatusCode::CommFailure || !is_elastic()) throw;
+      if ((e.code() != StatusCode::CommFailure && e.code() != StatusCode::Stalled) || !is_elastic()) throw;
       state.restore();
     } catch (const HostsUpdatedInterrupt&) {
       if (!is_elastic()) throw;

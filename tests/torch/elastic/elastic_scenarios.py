@@ -16,6 +16,9 @@ kolorun's lines and the workers' logs (elastic_train.py):
             re-forms and finishes, without a deadlock;
   hung      a worker stopped (SIGSTOP: it holds its connections and answers nothing, as a
             cut-off one): it is dropped within --elastic-timeout and the others go on;
+  stall     a worker stuck in its own code (alive: kolo's threads answer): the others'
+            collective fails as Stalled after the stall time, they reset, and the stuck
+            worker, which never asks for the next round, is dropped; the others go on;
   cut       on the namespace hosts of tools/cluster (--netns STATE): node1's link taken down
             mid-epoch; its workers are dropped within --elastic-timeout (their processes
             ended through the remote agent's process group), node0's worker goes on;
@@ -241,6 +244,17 @@ def scenario_hung(args, work):
     check_went_on(done, workers, work, 2, *SLOW_NOTICE)
 
 
+def scenario_stall(args, work):
+    done, workers = run_job(args, work, ['--min-np', '2', '-np', '3', '-H', 'localhost:1,127.0.0.1:2',
+                                         '--elastic-timeout', '5'],
+                            TRAIN + ['--stall-on', 'localhost:10'],
+                            env={'KOLO_STALL_CHECK_TIME_SECONDS': '1', 'KOLO_STALL_SHUTDOWN_TIME_SECONDS': '3'})
+    check('KOLO_STALL_SHUTDOWN_TIME_SECONDS' in done.stdout, 'rank 0 names the stall')
+    check('did not re-join within --elastic-timeout: dropping it' in done.stdout, 'the stuck worker is dropped')
+    check_went_on(done, workers, work, 2, 4 + 5 + 10,
+                  'the stall time (3 s, checked each second) + --elastic-timeout (5 s), and 10 s to spare')
+
+
 def scenario_cut(args, work):
     if not args.netns or not os.path.exists(os.path.join(args.netns, 'launch')):
         print('SKIP: the cut link needs the namespace hosts of tools/cluster (--netns STATE)')
@@ -285,7 +299,7 @@ def scenario_slurm(args, work):
 
 SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'reset-limit': scenario_reset_limit,
              'cooldown': scenario_cooldown, 'min-np': scenario_min_np, 'hung': scenario_hung,
-             'cut': scenario_cut, 'slurm': scenario_slurm}
+             'stall': scenario_stall, 'cut': scenario_cut, 'slurm': scenario_slurm}
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()

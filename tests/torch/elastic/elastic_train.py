@@ -5,7 +5,8 @@ TorchState and ElasticSampler, as Horovod's elastic examples do.
 Each worker writes, under --log-dir, worker-<pid>.jsonl: one line per committed batch
 (round size, rank, the batch's sample indices) and a last line with the final accuracy and a
 checksum of the parameters. Faults are staged by the worker itself, once:
---die-on HOST:STEP (SIGKILL), --stop-on HOST:STEP (SIGSTOP: a hung worker)."""
+--die-on HOST:STEP (SIGKILL), --stop-on HOST:STEP (SIGSTOP: a hung worker), --stall-on
+HOST:STEP (the worker sleeps for good in its own code: kolo's threads still answer)."""
 import argparse
 import json
 import os
@@ -24,6 +25,7 @@ parser.add_argument('--commit-every', type=int, default=4)
 parser.add_argument('--log-dir', required=True)
 parser.add_argument('--die-on', default='')
 parser.add_argument('--stop-on', default='')
+parser.add_argument('--stall-on', default='')
 parser.add_argument('--step-seconds', type=float, default=0.0, help='sleep per step (to give time to act)')
 parser.add_argument('--process-set', action='store_true',
                     help="each round makes a process set of its even ranks and sums on it every step "
@@ -96,6 +98,9 @@ def train(state):
                 os.kill(os.getpid(), signal.SIGKILL)
             if fault_due(args.stop_on, steps_done):
                 os.kill(os.getpid(), signal.SIGSTOP)
+            if fault_due(args.stall_on, steps_done):
+                while True:
+                    time.sleep(60)
             if evens is not None and evens.included():
                 total = hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=evens, name='evens').item()
                 if total != len(evens.ranks):

@@ -42,8 +42,9 @@ def _reset():
 
 def run(func):
     """Runs `func(state, ...)` until it returns, across lost workers and host changes:
-    state.sync() first; on a failed collective (a lost worker: KoloError with code
-    "CommFailure", Horovod's HorovodInternalError) state.restore(), then a reset; on
+    state.sync() first; on a failed collective (KoloError, Horovod's HorovodInternalError,
+    with code "CommFailure": a lost worker, or "Stalled": one stuck in its own code)
+    state.restore(), then a reset; on
     HostsUpdatedInterrupt (raised by state.commit() on every rank at once) a reset. A reset
     re-forms kolo with the job's workers of the next round (shutdown(), init()), calls the
     state's reset callbacks, and syncs the state from the new rank 0, the longest-serving
@@ -59,7 +60,7 @@ def run(func):
             try:
                 return func(state, *args, **kwargs)
             except KoloError as e:
-                if e.code != 'CommFailure' or not _C.is_elastic():
+                if e.code not in ('CommFailure', 'Stalled') or not _C.is_elastic():
                     raise
                 state.restore()
             except HostsUpdatedInterrupt:
