@@ -90,7 +90,8 @@ enum class StatusCode : int {
   Pending,          // wait_for() timed out; the operation is still running
   InvalidArgument,  // rejected on this rank before it was enqueued
   Mismatch,         // ranks submitted the same name with different shape/dtype/op/...
-  Stalled,          // not submitted by every rank within KOLO_STALL_SHUTDOWN_TIME_SECONDS
+  Stalled,          // not submitted by every rank within KOLO_STALL_SHUTDOWN_TIME_SECONDS (kolo then
+                    // shuts down on every rank: later operations fail with Stalled too)
   Aborted,          // kolo was shut down before the operation ran
   CommFailure,      // the communication backend reported an error
   IoError,          // a file or other operating-system resource could not be read, written or made
