@@ -11,6 +11,7 @@
 
 #include "gpu_state.h"
 #include "heap_tuning.h"
+#include "kolo/elastic.h"
 #include "kolo/kolo_mpi.h"
 #include "logging.h"
 #include "gloo_job.h"
@@ -371,16 +372,29 @@ std::string seconds_of(std::chrono::milliseconds bound) {
 // would end it: srun would wait for ever. So it ends itself, after twice that timeout: not
 // at the moment the others end (mpirun 4.1 was seen to hang when every rank of a job exits
 // at once, some inside MPI_Finalize). Only where kolo finalises MPI (as finalize_within).
+// After a stall, whatever the transport and whoever finalises MPI: there a rank stuck in
+// the program's own code is the likely cause, and no one else would end it (kolorun --gloo
+// waits for every worker; a program that finalises MPI itself waits in MPI_Finalize).
 std::mutex g_deadline_mutex;
 bool g_deadline_armed = false;               // from start() to shutdown(): a late call starts nothing
-std::optional<ExitTimer> g_finalize_deadline;  // running once the others have shut kolo down
+std::optional<ExitTimer> g_finalize_deadline;  // running once kolo has stopped without this rank's shutdown()
 
-void start_finalize_deadline(std::chrono::milliseconds bound) {
+void start_finalize_deadline(std::chrono::milliseconds bound, const std::string& why) {
   std::lock_guard<std::mutex> lock(g_deadline_mutex);
   if (!g_deadline_armed || g_finalize_deadline) return;
-  g_finalize_deadline.emplace(bound, "kolo: the other ranks shut kolo down " + seconds_of(bound) +
-                                         " ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called "
-                                         "kolo::shutdown() (hung after its last collective?)");
+  g_finalize_deadline.emplace(bound, why);
+}
+
+void start_deadline_after_stop(const Status& why, std::chrono::milliseconds control_timeout, bool finalises_mpi) {
+  const std::chrono::milliseconds bound = 2 * control_timeout;
+  if (why.code() == StatusCode::Stalled)
+    start_finalize_deadline(bound, "kolo: a stall shut kolo down on every rank " + seconds_of(bound) +
+                                       " ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called "
+                                       "kolo::shutdown() (stuck in the program's own code?)");
+  else if (finalises_mpi)
+    start_finalize_deadline(bound, "kolo: the other ranks shut kolo down " + seconds_of(bound) +
+                                       " ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called "
+                                       "kolo::shutdown() (hung after its last collective?)");
 }
 
 void reach_finalize_deadline() {
@@ -401,8 +415,8 @@ void start(std::unique_ptr<Transport> transport, const Config& config,
   const std::chrono::milliseconds finalize_bound = config.control_timeout();
   const bool finalises_mpi = g_kolo_initialised_mpi;
   auto s = std::make_shared<ProcessSets>(std::move(transport), config, steady_clock(), process_sets,
-                                         [finalize_bound, finalises_mpi] {
-                                           if (finalises_mpi) start_finalize_deadline(2 * finalize_bound);
+                                         [finalize_bound, finalises_mpi](const Status& why) {
+                                           start_deadline_after_stop(why, finalize_bound, finalises_mpi);
                                          });
   if (rank == 0) KOLO_LOG(Debug) << "configuration:\n" << config.describe();
   if (config.keep_freed_memory) {
@@ -538,6 +552,12 @@ void shutdown() {
 }
 
 bool is_initialized() { return g_sets.load() != nullptr; }
+
+// kolo/elastic.h: here, where the running kolo is.
+bool elastic::stopped_by_stall() {
+  const std::shared_ptr<ProcessSets> s = current();
+  return s && s->global().stopped_by_stall();
+}
 void copy_gpu_result(void* dst, const TensorView& result) { runtime()->devices().copy_result(dst, result); }
 int rank() { return runtime()->transport().rank(); }
 int size() { return runtime()->transport().size(); }

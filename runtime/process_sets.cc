@@ -108,7 +108,7 @@ std::vector<std::vector<int>> checked_process_sets(std::vector<std::vector<int>>
 
 ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& config, const Clock& clock,
                          const std::vector<std::vector<int>>& static_sets,
-                         std::function<void()> on_shutdown_by_others)
+                         std::function<void(const Status& why)> on_stopped_by_others)
     : clock_(clock) {
   agree_on_static_sets(static_sets, transport->control());
   const std::vector<std::vector<int>> sets = checked_process_sets(static_sets, transport->size());
@@ -131,7 +131,13 @@ ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& con
   }
   SetRole global_role;
   global_role.on_process_set = [this](TensorEntry& entry, Transport& t) { return change(entry, t); };
-  global_role.on_shutdown_by_others = std::move(on_shutdown_by_others);
+  // Every rank's global runtime stops in the same cycle, so every rank of a set asks its
+  // set's runtime to stop: none waits in the set for a rank that went on.
+  global_role.on_stopped_by_others = [this, then = std::move(on_stopped_by_others)](const Status& why) {
+    if (why.code() == StatusCode::Stalled)
+      for (const std::shared_ptr<Runtime>& r : runtimes()) r->stop(why);
+    if (then) then(why);
+  };
   global_ = std::make_shared<Runtime>(std::move(transport), config, clock_, timeline_, std::move(global_role));
   for (std::size_t i = 0; i < sets.size(); ++i) {
     const int id = next_id_++;

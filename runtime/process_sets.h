@@ -29,10 +29,11 @@ class ProcessSets {
   // lists differ between ranks, name a rank twice or one outside the job, are listed twice
   // or equal the global set (InvalidArgument), or the timeline cannot be opened; nothing
   // is left running then.
-  // `on_shutdown_by_others`: see SetRole.
+  // `on_stopped_by_others`: see SetRole. A stall of the global set also stops the sets'
+  // runtimes, with the same reason.
   ProcessSets(std::unique_ptr<Transport> transport, const Config& config, const Clock& clock,
               const std::vector<std::vector<int>>& static_sets,
-              std::function<void()> on_shutdown_by_others = nullptr);
+              std::function<void(const Status& why)> on_stopped_by_others = nullptr);
   ~ProcessSets();
   ProcessSets(const ProcessSets&) = delete;
   ProcessSets& operator=(const ProcessSets&) = delete;

@@ -83,9 +83,8 @@ std::string Runtime::automatic_name(OpType type) {
   return std::string(op_type_name(type)) + ".noname." + std::to_string(next_unnamed(type));
 }
 
-// A rank that had joined, or whose program never reached an operation that failed on the
-// ranks that did (an allgather while a rank had joined, a stall), did not count that
-// operation's automatic name. Counting it now keeps the next unnamed operation's name the
+// A rank that had joined while the others ran an operation that fails with a rank joined
+// (an allgather) did not count that operation's automatic name. Counting it now keeps the next unnamed operation's name the
 // same on every rank: the counters follow what the job ran, not what each rank submitted.
 void Runtime::skip_used_automatic_names(const Response& response) {
   const std::string prefix = std::string(op_type_name(response.type)) + ".noname.";
@@ -145,6 +144,15 @@ void Runtime::shutdown() {
   if (completions_) completions_->drain();  // GPU work already enqueued finishes (bounded)
 }
 
+void Runtime::stop(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex_);
+    if (!stop_reason_) stop_reason_ = why;
+  }
+  shutdown_requested_ = true;
+  queue_.wake();
+}
+
 void Runtime::loop() {
   Status exit_status(StatusCode::Aborted, "kolo is shut down");
   bool agreed = false;  // the loop ended in a cycle every rank took part in
@@ -174,7 +182,12 @@ void Runtime::loop() {
       }
     }
     agreed = true;
-    if (stopped_by_stall_) exit_status = *stopped_by_stall_;
+    if (stopped_by_stall_) {
+      exit_status = *stopped_by_stall_;
+    } else {
+      std::lock_guard<std::mutex> lock(stop_mutex_);
+      if (stop_reason_) exit_status = *stop_reason_;
+    }
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what() + where_);
     // A device error counts as a communication failure too (the cautious choice): it
@@ -195,8 +208,9 @@ void Runtime::loop() {
   // before the handles fail: a program that sees the error and exits at once must find the
   // runtime failed (its exit then ends the job), not still running.
   if (!agreed) watchdog_->failed(exit_status);
+  timeline_.flush_if_written();  // a rank that never comes back may end by _Exit
   fail_everything(exit_status);
-  if (agreed && !shutdown_requested_ && role_.on_shutdown_by_others) role_.on_shutdown_by_others();
+  if (agreed && !shutdown_requested_ && role_.on_stopped_by_others) role_.on_stopped_by_others(exit_status);
 }
 
 void Runtime::fail_everything(const Status& status) {
@@ -488,10 +502,12 @@ void Runtime::run(const std::vector<Response>& responses,
       // Every rank has this response in this cycle, so every rank stops after it, as
       // Horovod does: the operations still waiting fail, later ones fail at once, and a
       // program that sees the error can end as it chooses (docs/reliability.md).
-      if (r.error_code == StatusCode::Stalled && !stopped_by_stall_)
-        stopped_by_stall_ = Status(StatusCode::Stalled, "kolo has shut down " +
-                                                            (where_.empty() ? "on every rank" : where_.substr(1)) +
+      if (r.error_code == StatusCode::Stalled && !stopped_by_stall_) {
+        stopped_by_stall_ = Status(StatusCode::Stalled, std::string("kolo has shut down ") +
+                                                            (where_.empty() ? "on every rank" : "in this process set") +
                                                             " after a stall: " + stall_reason(r.error_message));
+        stalled_ = true;
+      }
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {
       continue;  // cannot happen: the coordinator only releases these when every rank has them
     } else if (r.type == OpType::ProcessSet) {

@@ -54,8 +54,10 @@ struct SetRole {
   std::vector<int> global_ranks;  // the set's ranks as ranks of the global set; empty: 0..size-1
   ProcessSetHandler on_process_set;  // the global set's runtime only
   // The global set's runtime only: called on the background thread when its loop ends in a
-  // shutdown round that other ranks asked for (this rank has not called shutdown()).
-  std::function<void()> on_shutdown_by_others;
+  // round every rank took part in but this rank did not ask for (it has not called
+  // shutdown()): another rank's shutdown (`why`: Aborted), or a stall (`why`: Stalled, the
+  // reason later operations fail with).
+  std::function<void(const Status& why)> on_stopped_by_others;
 };
 
 class Runtime {
@@ -91,6 +93,12 @@ class Runtime {
   void caller_waits() { queue_.caller_waits(); }
   std::shared_ptr<detail::HandleState> join();
   void shutdown();
+  // Asks the background thread to stop, as shutdown() does, without waiting for it; what is
+  // still waiting, and every later operation, fails with `why` (shutdown() joins later).
+  void stop(const Status& why);
+  // Whether this runtime stopped because of a stall (set before the stalled operations'
+  // handles complete, so a caller that saw one fail with Stalled can ask).
+  bool stopped_by_stall() const { return stalled_.load(); }
 
   // Whether this runtime has failed in a way that ends the job (watchdog.h), and, after
   // such a failure, the end of the job now (over MPI it does not return): the exit paths
@@ -144,6 +152,9 @@ class Runtime {
   // waits for it.
   std::mutex shutdown_mutex_;
   std::atomic<bool> shutdown_requested_{false};
+  std::mutex stop_mutex_;             // guards stop_reason_
+  std::optional<Status> stop_reason_;  // stop()'s
+  std::atomic<bool> stalled_{false};  // stopped_by_stall_ is set
   bool communication_failed_ = false;  // written by the thread before it ends, read after join
   std::mutex join_mutex_;  // guards join_handle_
   std::shared_ptr<detail::HandleState> join_handle_;

@@ -36,6 +36,10 @@ class HostsUpdatedInterrupt : public std::runtime_error {
 
 // This process is a worker of an elastic kolorun job.
 bool is_elastic();
+// kolo (its global set) has shut itself down on every worker after a stall: run() resets
+// then, as after a lost worker. False for a Stalled error that left kolo running (a data
+// loader's timeout, a process set's stall).
+bool stopped_by_stall();
 // Whether kolorun says the job's hosts changed since this worker's round began: this
 // worker's own answer (no collective). False outside an elastic job.
 bool hosts_changed();
@@ -79,7 +83,9 @@ auto run(State& state, Train&& train) -> decltype(train()) {
     try {
       return train();
     } catch (const Error& e) {
-      if ((e.code() != StatusCode::CommFailure && e.code() != StatusCode::Stalled) || !is_elastic()) throw;
+      const bool lost_worker = e.code() == StatusCode::CommFailure;
+      const bool stuck_worker = e.code() == StatusCode::Stalled && stopped_by_stall();
+      if (!(lost_worker || stuck_worker) || !is_elastic()) throw;
       state.restore();
     } catch (const HostsUpdatedInterrupt&) {
       if (!is_elastic()) throw;

@@ -142,12 +142,51 @@ TEST_CASE("in-process: a stalled tensor of a process set fails naming the set an
     if (peer.rank() != 0) {
       const kolo::Status later = peer.wait(kolo::allreduce_async("after", kolo::view(v), in_set));
       PEER_CHECK(peer, later.code() == kolo::StatusCode::Stalled &&
-                           contains(later.message(), "kolo has shut down in process set 1 (ranks 1, 2) after a stall"),
+                           contains(later.message(), "kolo has shut down in this process set after a stall: tensor "
+                                                     "'stalled' in process set 1 (ranks 1, 2)"),
                  describe(later));
     }
     std::fill(v.begin(), v.end(), 1.0f);
     const kolo::Status global = peer.wait(kolo::allreduce_async("global", kolo::view(v), {kolo::ReduceOp::Sum}));
     PEER_CHECK(peer, global.ok() && v == std::vector<float>(3, 3.0f), describe(global) << ", [0] = " << v[0]);
+  }) > 0);
+}
+
+// A stall of the global set shuts kolo down on every rank, its process sets included: a
+// set's later operation fails at once with the global set's reason.
+TEST_CASE("in-process: a stall of the global set stops the process sets too", "[inprocess][process_sets]") {
+  JobOptions options;
+  options.size = 3;
+  options.config = kolo_inprocess::scenario_config();
+  options.config.stall_check_seconds = 2;
+  options.config.stall_shutdown_seconds = 5;
+  options.process_sets = {{1, 2}};
+  Job job(options);
+  CHECK(job.run([](kolo_scenarios::Peer& peer) {
+    std::vector<float> v(3, 1.0f);
+    kolo::AllreduceOptions in_set{kolo::ReduceOp::Sum};
+    in_set.process_set = kolo::ProcessSet(1);
+    if (peer.rank() == 1) {  // the set works before
+      const kolo::Status before = peer.wait(kolo::allreduce_async("set/before", kolo::view(v), in_set));
+      PEER_CHECK(peer, before.ok(), describe(before));
+    }
+    if (peer.rank() == 2) {
+      const kolo::Status before = peer.wait(kolo::allreduce_async("set/before", kolo::view(v), in_set));
+      PEER_CHECK(peer, before.ok(), describe(before));
+    }
+    if (peer.rank() != 2) {  // rank 2 never submits
+      const kolo::Status s = peer.wait(kolo::allreduce_async("global/stalled", kolo::view(v), {kolo::ReduceOp::Sum}));
+      PEER_CHECK(peer, s.code() == kolo::StatusCode::Stalled && contains(s.message(), "not submitted by rank(s) 2"),
+                 describe(s));
+    }
+    peer.sync();
+    if (peer.rank() != 0) {
+      const kolo::Status later = peer.wait(kolo::allreduce_async("set/after", kolo::view(v), in_set));
+      PEER_CHECK(peer, later.code() == kolo::StatusCode::Stalled &&
+                           contains(later.message(), "kolo has shut down on every rank after a stall: tensor "
+                                                     "'global/stalled' was not submitted by rank(s) 2"),
+                 describe(later));
+    }
   }) > 0);
 }
 

@@ -60,7 +60,9 @@ def run(func):
             try:
                 return func(state, *args, **kwargs)
             except KoloError as e:
-                if e.code not in ('CommFailure', 'Stalled') or not _C.is_elastic():
+                lost_worker = e.code == 'CommFailure'
+                stuck_worker = e.code == 'Stalled' and _C.stopped_by_stall()  # not a loader's timeout
+                if not (lost_worker or stuck_worker) or not _C.is_elastic():
                     raise
                 state.restore()
             except HostsUpdatedInterrupt:
