@@ -118,17 +118,36 @@ TEST_CASE("in-process: static process sets get ids in the order listed and run a
   }) > 0);
 }
 
-// The stall shuts kolo down in that set only: the set's later operations fail at once,
-// the global set's run on.
-TEST_CASE("in-process: a stalled tensor of a process set fails naming the set and its rank",
-          "[inprocess][process_sets]") {
+namespace {
+
+// Three ranks, process set 1 = ranks {1, 2}, short stall times (simulated).
+JobOptions stall_job_options() {
   JobOptions options;
   options.size = 3;
   options.config = kolo_inprocess::scenario_config();
   options.config.stall_check_seconds = 2;
   options.config.stall_shutdown_seconds = 5;
   options.process_sets = {{1, 2}};
-  Job job(options);
+  return options;
+}
+
+// On set 1's ranks: an operation on the set fails at once, as kolo has shut down there.
+void expect_set_stopped(kolo_scenarios::Peer& peer, const std::string& reason) {
+  if (peer.rank() == 0) return;
+  std::vector<float> v(3, 1.0f);
+  kolo::AllreduceOptions in_set{kolo::ReduceOp::Sum};
+  in_set.process_set = kolo::ProcessSet(1);
+  const kolo::Status later = peer.wait(kolo::allreduce_async("set/after", kolo::view(v), in_set));
+  PEER_CHECK(peer, later.code() == kolo::StatusCode::Stalled && contains(later.message(), reason), describe(later));
+}
+
+}  // namespace
+
+// The stall shuts kolo down in that set only: the set's later operations fail at once,
+// the global set's run on.
+TEST_CASE("in-process: a stalled tensor of a process set fails naming the set and its rank",
+          "[inprocess][process_sets]") {
+  Job job(stall_job_options());
   CHECK(job.run([](kolo_scenarios::Peer& peer) {
     std::vector<float> v(3, 1.0f);
     kolo::AllreduceOptions in_set{kolo::ReduceOp::Sum};
@@ -140,13 +159,8 @@ TEST_CASE("in-process: a stalled tensor of a process set fails naming the set an
                  describe(s));
     }
     peer.sync();
-    if (peer.rank() != 0) {
-      const kolo::Status later = peer.wait(kolo::allreduce_async("after", kolo::view(v), in_set));
-      PEER_CHECK(peer, later.code() == kolo::StatusCode::Stalled &&
-                           contains(later.message(), "kolo has shut down in this process set after a stall: tensor "
-                                                     "'stalled' in process set 1 (ranks 1, 2)"),
-                 describe(later));
-    }
+    expect_set_stopped(peer, "kolo has shut down in this process set after a stall: tensor 'stalled' in process set 1 "
+                             "(ranks 1, 2)");
     // kolo itself runs on: an elastic run() would not reset for this error.
     PEER_CHECK(peer, !kolo::elastic::stopped_by_stall(), "a process set's stall stopped the global set");
     std::fill(v.begin(), v.end(), 1.0f);
@@ -158,22 +172,12 @@ TEST_CASE("in-process: a stalled tensor of a process set fails naming the set an
 // A stall of the global set shuts kolo down on every rank, its process sets included: a
 // set's later operation fails at once with the global set's reason.
 TEST_CASE("in-process: a stall of the global set stops the process sets too", "[inprocess][process_sets]") {
-  JobOptions options;
-  options.size = 3;
-  options.config = kolo_inprocess::scenario_config();
-  options.config.stall_check_seconds = 2;
-  options.config.stall_shutdown_seconds = 5;
-  options.process_sets = {{1, 2}};
-  Job job(options);
+  Job job(stall_job_options());
   CHECK(job.run([](kolo_scenarios::Peer& peer) {
     std::vector<float> v(3, 1.0f);
-    kolo::AllreduceOptions in_set{kolo::ReduceOp::Sum};
-    in_set.process_set = kolo::ProcessSet(1);
-    if (peer.rank() == 1) {  // the set works before
-      const kolo::Status before = peer.wait(kolo::allreduce_async("set/before", kolo::view(v), in_set));
-      PEER_CHECK(peer, before.ok(), describe(before));
-    }
-    if (peer.rank() == 2) {
+    if (peer.rank() != 0) {  // the set works before
+      kolo::AllreduceOptions in_set{kolo::ReduceOp::Sum};
+      in_set.process_set = kolo::ProcessSet(1);
       const kolo::Status before = peer.wait(kolo::allreduce_async("set/before", kolo::view(v), in_set));
       PEER_CHECK(peer, before.ok(), describe(before));
     }
@@ -184,13 +188,8 @@ TEST_CASE("in-process: a stall of the global set stops the process sets too", "[
                  describe(s));
     }
     peer.sync();
-    if (peer.rank() != 0) {
-      const kolo::Status later = peer.wait(kolo::allreduce_async("set/after", kolo::view(v), in_set));
-      PEER_CHECK(peer, later.code() == kolo::StatusCode::Stalled &&
-                           contains(later.message(), "kolo has shut down on every rank after a stall: tensor "
-                                                     "'global/stalled' was not submitted by rank(s) 2"),
-                 describe(later));
-    }
+    expect_set_stopped(peer, "kolo has shut down on every rank after a stall: tensor 'global/stalled' was not "
+                             "submitted by rank(s) 2");
     PEER_CHECK(peer, kolo::elastic::stopped_by_stall(), "stopped_by_stall() after the global set's stall");
   }) > 0);
 }
