@@ -135,7 +135,7 @@ ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& con
   // set's runtime to stop: none waits in the set for a rank that went on.
   global_role.on_stopped_by_others = [this, then = std::move(on_stopped_by_others)](const Status& why) {
     if (why.code() == StatusCode::Stalled)
-      for (const std::shared_ptr<Runtime>& r : runtimes()) r->stop(why);
+      for (const std::shared_ptr<Runtime>& r : runtimes()) r->stop_after_global_stall();
     if (then) then(why);
   };
   global_ = std::make_shared<Runtime>(std::move(transport), config, clock_, timeline_, std::move(global_role));

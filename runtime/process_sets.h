@@ -30,7 +30,7 @@ class ProcessSets {
   // or equal the global set (InvalidArgument), or the timeline cannot be opened; nothing
   // is left running then.
   // `on_stopped_by_others`: see SetRole. A stall of the global set also stops the sets'
-  // runtimes, with the same reason.
+  // runtimes (their operations then fail with Stalled).
   ProcessSets(std::unique_ptr<Transport> transport, const Config& config, const Clock& clock,
               const std::vector<std::vector<int>>& static_sets,
               std::function<void(const Status& why)> on_stopped_by_others = nullptr);

@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kNeedSlowPath = 1u << 0;
 constexpr uint64_t kShutdown = 1u << 1;
 constexpr uint64_t kJoined = 1u << 2;
+constexpr uint64_t kGlobalStall = 1u << 3;  // with kShutdown: a process set stops after the global set's stall
 
 // A tensor ready on some ranks but not on others for this long is moved from the bit
 // vector to the named path, where the coordinator can tell which ranks are missing.
@@ -144,11 +145,8 @@ void Runtime::shutdown() {
   if (completions_) completions_->drain();  // GPU work already enqueued finishes (bounded)
 }
 
-void Runtime::stop(const Status& why) {
-  {
-    std::lock_guard<std::mutex> lock(stop_mutex_);
-    if (!stop_reason_) stop_reason_ = why;
-  }
+void Runtime::stop_after_global_stall() {
+  stop_after_global_stall_ = true;
   shutdown_requested_ = true;
   queue_.wake();
 }
@@ -182,12 +180,11 @@ void Runtime::loop() {
       }
     }
     agreed = true;
-    if (stopped_by_stall_) {
-      exit_status = *stopped_by_stall_;
-    } else {
-      std::lock_guard<std::mutex> lock(stop_mutex_);
-      if (stop_reason_) exit_status = *stop_reason_;
-    }
+    if (stopped_by_stall_) exit_status = *stopped_by_stall_;
+    else if (stopped_by_global_stall_)
+      exit_status = Status(StatusCode::Stalled,
+                           "kolo has shut down on every rank after a stall of the global set (its error names the "
+                           "tensor and the ranks)");
   } catch (const Error& e) {
     exit_status = Status(e.code(), e.what() + where_);
     // A device error counts as a communication failure too (the cautious choice): it
@@ -339,6 +336,7 @@ bool Runtime::cycle() {
       joined != joined_reported_)
     flags |= kNeedSlowPath;
   if (shutdown_requested_) flags |= kShutdown;
+  if (stop_after_global_stall_) flags |= kGlobalStall;
   if (joined) flags |= kJoined;
   words[0] = flags;
   words[1] = (autotuner_ && coordinator_) ? autotuner_->current() : ~uint64_t{0};
@@ -414,6 +412,7 @@ bool Runtime::cycle() {
     }
   }
   if (progressed) last_progress_ = clock_.now();
+  stopped_by_global_stall_ = (flags_any & kShutdown) && (flags_any & kGlobalStall);
   return !(flags_any & kShutdown) && !stopped_by_stall_;
 }
 

@@ -93,9 +93,10 @@ class Runtime {
   void caller_waits() { queue_.caller_waits(); }
   std::shared_ptr<detail::HandleState> join();
   void shutdown();
-  // Asks the background thread to stop, as shutdown() does, without waiting for it; what is
-  // still waiting, and every later operation, fails with `why` (shutdown() joins later).
-  void stop(const Status& why);
+  // A process set's runtime, after the global set's stall: asks the background thread to
+  // stop, as shutdown() does, without waiting for it (shutdown() joins later); what is
+  // still waiting, and every later operation, fails with Stalled.
+  void stop_after_global_stall();
   // Whether this runtime stopped because of a stall (set before the stalled operations'
   // handles complete, so a caller that saw one fail with Stalled can ask).
   bool stopped_by_stall() const { return stalled_.load(); }
@@ -152,8 +153,7 @@ class Runtime {
   // waits for it.
   std::mutex shutdown_mutex_;
   std::atomic<bool> shutdown_requested_{false};
-  std::mutex stop_mutex_;             // guards stop_reason_
-  std::optional<Status> stop_reason_;  // stop()'s
+  std::atomic<bool> stop_after_global_stall_{false};
   std::atomic<bool> stalled_{false};  // stopped_by_stall_ is set
   bool communication_failed_ = false;  // written by the thread before it ends, read after join
   std::mutex join_mutex_;  // guards join_handle_
@@ -187,6 +187,10 @@ class Runtime {
   // the loop then stops there, as after a shutdown every rank agreed on (Horovod's
   // HOROVOD_STALL_SHUTDOWN_TIME_SECONDS), with this as the reason.
   std::optional<Status> stopped_by_stall_;
+  // The cycle that stopped this set's runtime came from the global set's stall, on some
+  // rank (a flag of the cycle: every rank of the set learns it together, whichever rank's
+  // global runtime got there first).
+  bool stopped_by_global_stall_ = false;
   std::map<uint32_t, Clock::time_point> partial_since_;  // rank 0: slot -> first seen partial
   Clock::time_point last_stall_check_;
   std::unique_ptr<Autotuner> autotuner_;  // KOLO_AUTOTUNE: every rank decodes, rank 0 decides
