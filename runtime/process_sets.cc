@@ -9,6 +9,14 @@
 namespace kolo {
 namespace {
 
+// A process set's role: its id and ranks; the callbacks are the global set's.
+SetRole set_role(int id, const std::vector<int>& ranks) {
+  SetRole role;
+  role.id = id;
+  role.global_ranks = ranks;
+  return role;
+}
+
 std::string comma_list(const std::vector<int>& ranks) {
   std::string s;
   for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
@@ -131,12 +139,11 @@ ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& con
   }
   SetRole global_role;
   global_role.on_process_set = [this](TensorEntry& entry, Transport& t) { return change(entry, t); };
+  global_role.on_stopped_by_others = std::move(on_stopped_by_others);
   // Every rank's global runtime stops in the same cycle, so every rank of a set asks its
   // set's runtime to stop: none waits in the set for a rank that went on.
-  global_role.on_stopped_by_others = [this, then = std::move(on_stopped_by_others)](const Status& why) {
-    if (why.code() == StatusCode::Stalled)
-      for (const std::shared_ptr<Runtime>& r : runtimes()) r->stop_after_global_stall();
-    if (then) then(why);
+  global_role.on_stall = [this] {
+    for (const std::shared_ptr<Runtime>& r : runtimes()) r->stop_after_global_stall();
   };
   global_ = std::make_shared<Runtime>(std::move(transport), config, clock_, timeline_, std::move(global_role));
   for (std::size_t i = 0; i < sets.size(); ++i) {
@@ -145,7 +152,7 @@ ProcessSets::ProcessSets(std::unique_ptr<Transport> transport, const Config& con
     set.ranks = sets[i];
     if (subsets[i])
       set.runtime = std::make_shared<Runtime>(std::move(subsets[i]), global_->config(), clock_, timeline_,
-                                              SetRole{id, sets[i], {}, {}});
+                                              set_role(id, sets[i]));
   }
 }
 
@@ -244,7 +251,7 @@ Status ProcessSets::add(const std::vector<int>& ranks, TensorEntry& entry, Trans
   std::shared_ptr<Runtime> runtime;
   if (subset)
     runtime = std::make_shared<Runtime>(std::move(subset), global_->config(), clock_, timeline_,
-                                        SetRole{id, ranks, {}, {}});
+                                        set_role(id, ranks));
   std::lock_guard<std::mutex> lock(mutex_);
   sets_[id] = Set{ranks, std::move(runtime)};
   entry.handle.value = id;

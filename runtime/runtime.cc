@@ -354,6 +354,13 @@ bool Runtime::cycle() {
   const auto decided = clock_.now();
   const uint64_t flags_all = words[0];
   const uint64_t flags_any = ~words[n];
+  // A process set stopping after the global set's stall runs nothing more: every rank of
+  // the set sees the flag in this same cycle, and an operation submitted after the stall
+  // failed must not run.
+  if ((flags_any & kShutdown) && (flags_any & kGlobalStall)) {
+    stopped_by_global_stall_ = true;
+    return false;
+  }
   if (autotuner_) apply_setting(words[1]);
 
   std::vector<uint64_t> partial(bit_words);
@@ -412,7 +419,6 @@ bool Runtime::cycle() {
     }
   }
   if (progressed) last_progress_ = clock_.now();
-  stopped_by_global_stall_ = (flags_any & kShutdown) && (flags_any & kGlobalStall);
   return !(flags_any & kShutdown) && !stopped_by_stall_;
 }
 
@@ -506,6 +512,7 @@ void Runtime::run(const std::vector<Response>& responses,
                                                             (where_.empty() ? "on every rank" : "in this process set") +
                                                             " after a stall: " + stall_reason(r.error_message));
         stalled_ = true;
+        if (role_.on_stall) role_.on_stall();
       }
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {
       continue;  // cannot happen: the coordinator only releases these when every rank has them

@@ -58,6 +58,9 @@ struct SetRole {
   // shutdown()): another rank's shutdown (`why`: Aborted), or a stall (`why`: Stalled, the
   // reason later operations fail with).
   std::function<void(const Status& why)> on_stopped_by_others;
+  // The global set's runtime only: called on the background thread as a stall stops it,
+  // before the stalled operations' handles complete (the process sets stop with it).
+  std::function<void()> on_stall;
 };
 
 class Runtime {
@@ -94,8 +97,9 @@ class Runtime {
   std::shared_ptr<detail::HandleState> join();
   void shutdown();
   // A process set's runtime, after the global set's stall: asks the background thread to
-  // stop, as shutdown() does, without waiting for it (shutdown() joins later); what is
-  // still waiting, and every later operation, fails with Stalled.
+  // stop without waiting for it (shutdown() joins later). Its next cycle runs nothing on
+  // any rank of the set; what is still waiting, and every later operation, fails with
+  // Stalled.
   void stop_after_global_stall();
   // Whether this runtime stopped because of a stall (set before the stalled operations'
   // handles complete, so a caller that saw one fail with Stalled can ask).
@@ -187,7 +191,7 @@ class Runtime {
   // the loop then stops there, as after a shutdown every rank agreed on (Horovod's
   // HOROVOD_STALL_SHUTDOWN_TIME_SECONDS), with this as the reason.
   std::optional<Status> stopped_by_stall_;
-  // The cycle that stopped this set's runtime came from the global set's stall, on some
+  // The cycle that stopped this set's runtime carried the global set's stall, from some
   // rank (a flag of the cycle: every rank of the set learns it together, whichever rank's
   // global runtime got there first).
   bool stopped_by_global_stall_ = false;

@@ -189,6 +189,10 @@ TEST_CASE("in-process: a stall of the global set stops the process sets too", "[
     }
     peer.sync();
     expect_set_stopped(peer, "kolo has shut down on every rank after a stall of the global set");
+    // Also on rank 2, whose background thread may still be in the stall's cycle: the
+    // operation fails once it is out.
+    const kolo::Status global = peer.wait(kolo::allreduce_async("global/after", kolo::view(v), {kolo::ReduceOp::Sum}));
+    PEER_CHECK(peer, global.code() == kolo::StatusCode::Stalled, describe(global));
     PEER_CHECK(peer, kolo::elastic::stopped_by_stall(), "stopped_by_stall() after the global set's stall");
   }) > 0);
 }
