@@ -85,8 +85,9 @@ std::string Runtime::automatic_name(OpType type) {
 }
 
 // A rank that had joined while the others ran an operation that fails with a rank joined
-// (an allgather) did not count that operation's automatic name. Counting it now keeps the next unnamed operation's name the
-// same on every rank: the counters follow what the job ran, not what each rank submitted.
+// (an allgather) did not count that operation's automatic name. Counting it now keeps the
+// next unnamed operation's name the same on every rank: the counters follow what the job
+// ran, not what each rank submitted.
 void Runtime::skip_used_automatic_names(const Response& response) {
   const std::string prefix = std::string(op_type_name(response.type)) + ".noname.";
   std::atomic<uint64_t>& counter = unnamed_.at(static_cast<std::size_t>(response.type));

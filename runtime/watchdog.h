@@ -12,10 +12,11 @@
 //     long collective in pieces on a slow link completes pieces, and never trips it.
 //   - failures the background thread reports (failed()): no answer within the control
 //     timeout, a failed MPI call. (A stall is not one: every rank still answers, and kolo
-//     shuts down on every rank instead, docs/reliability.md.) The handles have failed with the error;
-//     the program has the grace time to see it and end (its exit, or shutdown(), ends the
-//     job at once: end_now()); then the watchdog ends the job itself. No exit path after a
-//     failure waits in a collective MPI_Finalize for a rank that does not answer.
+//     shuts down on every rank instead, docs/reliability.md.) The handles have failed with
+//     the error; the program has the grace time to see it and end (its exit, or
+//     shutdown(), ends the job at once: end_now()); then the watchdog ends the job itself.
+//     No exit path after a failure waits in a collective MPI_Finalize for a rank that does
+//     not answer.
 //
 // Before it ends the job it holds a roll call (Transport::roll_call) to name the ranks that
 // no longer answer, and it answers the other ranks' roll calls all along.
