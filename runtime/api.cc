@@ -386,15 +386,16 @@ void start_finalize_deadline(std::chrono::milliseconds bound, const std::string&
 }
 
 void start_deadline_after_stop(const Status& why, std::chrono::milliseconds control_timeout, bool finalises_mpi) {
+  const bool stall = why.code() == StatusCode::Stalled;
+  if (!stall && !finalises_mpi) return;
   const std::chrono::milliseconds bound = 2 * control_timeout;
-  if (why.code() == StatusCode::Stalled)
-    start_finalize_deadline(bound, "kolo: a stall shut kolo down on every rank " + seconds_of(bound) +
-                                       " ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called "
-                                       "kolo::shutdown() (stuck in the program's own code?)");
-  else if (finalises_mpi)
-    start_finalize_deadline(bound, "kolo: the other ranks shut kolo down " + seconds_of(bound) +
-                                       " ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called "
-                                       "kolo::shutdown() (hung after its last collective?)");
+  start_finalize_deadline(bound, std::string(stall ? "kolo: a stall shut kolo down on every rank "
+                                                   : "kolo: the other ranks shut kolo down ") +
+                                     seconds_of(bound) +
+                                     " ago (twice KOLO_CONTROL_TIMEOUT_SECONDS), but this rank has not called "
+                                     "kolo::shutdown() (" +
+                                     (stall ? "stuck in the program's own code?" : "hung after its last collective?") +
+                                     ")");
 }
 
 void reach_finalize_deadline() {

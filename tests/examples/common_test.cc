@@ -21,7 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 std::string read(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream text;

@@ -84,8 +84,6 @@ inline kolo::Status immediate_failure(const kolo::Handle& h) {
 inline int rank() { return kolo::rank(); }
 inline int size() { return kolo::size(); }
 
-// Keeps ranks in step between phases of a test (outside kolo, on MPI_COMM_WORLD). Bounded:
-// if another rank left the test early, this one fails instead of waiting forever.
 // A stall shuts kolo down on every rank (docs/reliability.md): a test that made one
 // starts it again for the tests after it.
 inline void restart_kolo_after_stall() {
@@ -93,6 +91,8 @@ inline void restart_kolo_after_stall() {
   kolo::init();
 }
 
+// Keeps ranks in step between phases of a test (outside kolo, on MPI_COMM_WORLD). Bounded:
+// if another rank left the test early, this one fails instead of waiting forever.
 inline void world_barrier(std::chrono::seconds timeout = 2 * kOpTimeout) {
   MPI_Request request;
   MPI_Ibarrier(MPI_COMM_WORLD, &request);
