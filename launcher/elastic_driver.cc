@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -112,7 +113,7 @@ class ElasticJob final : public rendezvous::Membership {
   // workers on hosts that are gone.
   std::pair<std::vector<Worker*>, std::vector<std::pair<std::string, int>>> candidates();
   std::optional<int> form_round();
-  void start_worker(const std::string& host, int slot, int rank);
+  void start_worker(const GlooWorker& place, const std::vector<GlooWorker>& round);
   int end_job(int code, const std::string& why);
 
   const LaunchOptions& options_;
@@ -138,6 +139,8 @@ class ElasticJob final : public rendezvous::Membership {
   Clock::time_point next_discovery_ = Clock::now();
   std::optional<Clock::time_point> reset_began_;
   int resets_ = 0;
+  int failures_in_round_ = 0;  // workers of the current round that exited with an error
+  std::set<std::string> round_hosts_;  // the hosts of the current round's workers
   int interrupted_by_ = 0;
   bool ending_ = false;  // end_job() is stopping the workers: their exits are no failures
 };
@@ -183,10 +186,13 @@ void ElasticJob::discover(bool force) {
   }
 }
 
-void ElasticJob::start_worker(const std::string& host, int slot, int rank) {
+// Starts the worker that takes `place` in the round being formed (`round`: every place of it).
+void ElasticJob::start_worker(const GlooWorker& place, const std::vector<GlooWorker>& round) {
   const int label = int(workers_.size());
-  const GlooWorker w{label, host, slot};
+  const GlooWorker w{label, place.host, place.slot};
   std::vector<EnvVar> variables = worker_variables(w, options_, address_, server_->port(), secret_);
+  const std::vector<EnvVar> horovod_place = horovod_place_variables(place, round);
+  variables.insert(variables.end(), horovod_place.begin(), horovod_place.end());
   variables.push_back({"KOLO_ELASTIC", "1"});
   // A worker waits for its place while kolorun waits for the others to re-join and then
   // for --min-np slots: each up to --elastic-timeout.
@@ -195,13 +201,13 @@ void ElasticJob::start_worker(const std::string& host, int slot, int rank) {
       !find_variable(context_.environment, "HOROVOD_CONTROL_TIMEOUT_SECONDS"))
     variables.push_back({"KOLO_CONTROL_TIMEOUT_SECONDS", kElasticControlTimeout});
   const std::vector<std::string> argv = worker_argv(w, options_, variables, context_);
-  if (options_.verbose) std::fprintf(stderr, "kolorun: worker %d on %s:%d\n", label, host.c_str(), slot);
+  if (options_.verbose) std::fprintf(stderr, "kolorun: worker %d on %s:%d\n", label, place.host.c_str(), place.slot);
   Worker worker;
-  worker.host = host;
-  worker.slot = slot;
+  worker.host = place.host;
+  worker.slot = place.slot;
   worker.process = pool_.start(argv, apply_changes(context_.environment, {}, variables), label);
   worker.joined_round = round_;
-  worker.rank = rank;
+  worker.rank = place.rank;
   workers_.push_back(std::move(worker));
 }
 
@@ -222,6 +228,7 @@ void ElasticJob::pump() {
       if (failed_in_round) w.rank = -1;
     }
     if (!failed_in_round) continue;
+    ++failures_in_round_;
     std::fputs(describe_worker_failure(int(i), w.host, *code, output_).c_str(), stderr);
     blacklist(w.host, "its worker " + how_it_ended(*code));
     std::fprintf(stderr, "kolorun: the job goes on without it\n");
@@ -279,11 +286,24 @@ std::pair<std::vector<ElasticJob::Worker*>, std::vector<std::pair<std::string, i
 }
 
 std::optional<int> ElasticJob::form_round() {
+  // As Horovod's driver: a program that failed on every worker fails the job, whatever
+  // hosts may come.
+  if (round_ >= 1 && failures_in_round_ == size_)
+    return end_job(1, "every worker of round " + std::to_string(round_) + " failed");
+  if (round_ >= 1 && std::all_of(round_hosts_.begin(), round_hosts_.end(), [&](const std::string& host) {
+        auto it = blacklist_.find(host);
+        return it != blacklist_.end() && !it->second;
+      }))
+    return end_job(1, "every host of round " + std::to_string(round_) + " is blacklisted for good");
   if (round_ >= 1 && options_.reset_limit && ++resets_ > *options_.reset_limit)
     return end_job(1, "the job has re-formed " + std::to_string(*options_.reset_limit) + " times (--reset-limit " +
                           std::to_string(*options_.reset_limit) + ") and would have to again");
-  const int min_np = options_.min_np.value_or(1);
-  const int target = std::max(min_np, round_ == 0 ? options_.num_ranks : options_.max_np.value_or(options_.num_ranks));
+  // horovodrun's rules (its driver's, which its integration tests check): the job starts
+  // once -np slots are usable, and goes on while --min-np (by default -np) are; each round
+  // takes every usable slot, up to --max-np if given.
+  const int min_np = round_ == 0 ? options_.num_ranks : options_.min_np.value_or(options_.num_ranks);
+  const char* min_flag = round_ == 0 ? "-np" : "--min-np";
+  const int target = options_.max_np.value_or(std::numeric_limits<int>::max());
   const auto give_up = after(options_.elastic_timeout_seconds);
   bool said_waiting = false;
   for (;;) {  // enough slots for --min-np, or --elastic-timeout
@@ -296,16 +316,16 @@ std::optional<int> ElasticJob::form_round() {
     if (can_have >= min_np) break;
     if (!said_waiting) {
       std::fprintf(stderr,
-                   "kolorun: %d usable worker slots, fewer than --min-np %d: waiting up to --elastic-timeout %g s "
+                   "kolorun: %d usable worker slots, fewer than %s %d: waiting up to --elastic-timeout %g s "
                    "for hosts\n",
-                   can_have, min_np, options_.elastic_timeout_seconds);
+                   can_have, min_flag, min_np, options_.elastic_timeout_seconds);
       said_waiting = true;
     }
     if (interrupted_by_) return std::nullopt;  // run() ends the job
     const bool hosts_may_come = !options_.host_discovery_script.empty() || options_.blacklist_cooldown;
     if (Clock::now() >= give_up || !hosts_may_come)
-      return end_job(1, "only " + std::to_string(can_have) + " worker slots are usable, fewer than --min-np " +
-                            std::to_string(min_np) + (hosts_may_come ? ", after waiting --elastic-timeout " +
+      return end_job(1, "only " + std::to_string(can_have) + " worker slots are usable, fewer than " + min_flag +
+                            " " + std::to_string(min_np) + (hosts_may_come ? ", after waiting --elastic-timeout " +
                                                                   std::to_string(int(options_.elastic_timeout_seconds)) +
                                                                   " s for hosts"
                                                             : ", and no host can come back (no --host-discovery-script, "
@@ -321,11 +341,19 @@ std::optional<int> ElasticJob::form_round() {
   auto [members, free] = candidates();
   ++round_;
   for (Worker& w : workers_) w.rank = -1, w.wants_next = false;
-  int rank = 0;
-  for (Worker* w : members) w->rank = rank++;
+  std::vector<GlooWorker> round;  // the survivors first, then the workers started for free slots
+  for (Worker* w : members) {
+    w->rank = int(round.size());
+    round.push_back({w->rank, w->host, w->slot});
+  }
+  const size_t survivors = round.size();
   for (const auto& [host, slot] : free)
-    if (rank < std::max(target, int(members.size()))) start_worker(host, slot, rank++);
-  size_ = rank;
+    if (int(round.size()) < target) round.push_back({int(round.size()), host, slot});
+  for (size_t i = survivors; i < round.size(); ++i) start_worker(round[i], round);  // invalidates members
+  size_ = int(round.size());
+  failures_in_round_ = 0;
+  round_hosts_.clear();
+  for (const GlooWorker& w : round) round_hosts_.insert(w.host);
   round_hosts_version_ = hosts_version_;
   reset_began_.reset();
   if (round_ > 1) server_->forget("round" + std::to_string(round_ - 1) + "/");

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "environment.h"
 #include "job_output.h"
@@ -142,12 +143,14 @@ std::vector<EnvVar> worker_variables(const GlooWorker& w, const LaunchOptions& o
 std::vector<EnvVar> horovod_place_variables(const GlooWorker& worker, const std::vector<GlooWorker>& workers) {
   std::vector<std::string> hosts;  // in the order of their first rank
   std::map<std::string, int> workers_on;
+  std::set<std::pair<std::string, int>> taken;  // (host, slot); an elastic round's slots may have gaps
   for (const GlooWorker& w : workers) {
     if (workers_on[w.host]++ == 0) hosts.push_back(w.host);
+    taken.emplace(w.host, w.slot);
   }
   int cross_rank = 0, cross_size = 0;
   for (const std::string& host : hosts) {
-    if (workers_on[host] <= worker.slot) continue;  // no worker in this slot there
+    if (!taken.count({host, worker.slot})) continue;  // no worker in this slot there
     if (host == worker.host) cross_rank = cross_size;
     ++cross_size;
   }

@@ -44,12 +44,13 @@ std::string server_address(const std::vector<GlooWorker>& workers, const LaunchO
 // - a worker's variables: the flags', and where and who it is (runtime/gloo_job.h);
 std::vector<EnvVar> worker_variables(const GlooWorker& worker, const LaunchOptions& options,
                                      const std::string& address, int port, const rendezvous::Secret& secret);
-// - in a job of fixed workers (kolorun --gloo, not elastic), its place as horovodrun --gloo
-//   tells it (Horovod's gloo_run.py): HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE,
-//   _CROSS_RANK, _CROSS_SIZE and _HOSTNAME, for scripts that read them (before init, to
-//   choose a GPU, say, or as Horovod's test suite does). kolo takes its own place from the
-//   rendezvous, the same one: ranks in `workers`' order, local ranks by slot, cross ranks
-//   among the hosts with that slot, in host order;
+// - its place as horovodrun --gloo tells it (Horovod's gloo_run.py): HOROVOD_RANK, _SIZE,
+//   _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE and _HOSTNAME, for scripts that read
+//   them (before init, to choose a GPU, say, or as Horovod's test suite does). kolo takes its
+//   own place from the rendezvous, the same one: ranks in `workers`' order, local ranks by
+//   slot, cross ranks among the hosts with that slot, in host order. An elastic worker is
+//   told the place it starts in, as Horovod's elastic driver tells it: after a reset its
+//   rank is hvd.rank()'s, and the variables keep the first;
 std::vector<EnvVar> horovod_place_variables(const GlooWorker& worker, const std::vector<GlooWorker>& workers);
 // - its command: inside a Slurm allocation (SLURM_JOB_ID, and not --launcher mpirun) an srun
 //   step of one task on its host; else the program here, or the remote agent's command

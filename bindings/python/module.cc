@@ -54,7 +54,7 @@ void define_lifetime(py::module_& m) {
   m.def("gloo_enabled", &gloo_enabled);
   m.def("mpi_enabled", &mpi_enabled);
   m.def("is_elastic", &kolo::elastic::is_elastic);
-  m.def("stopped_by_stall", &kolo::elastic::stopped_by_stall);
+  m.def("stopped_by_other_ranks", &kolo::elastic::stopped_by_other_ranks);
   m.def("hosts_changed", &kolo::elastic::hosts_changed, release_gil());
   m.def("nccl_built", &nccl_built);
   m.def("cuda_built", &cuda_built);

@@ -12,7 +12,8 @@
 // run() syncs the state from rank 0, then calls the training function. When a worker is
 // lost, a collective fails with CommFailure on the others; when one is alive but stops
 // taking part (stuck in its own code), a collective fails with Stalled after
-// KOLO_STALL_SHUTDOWN_TIME_SECONDS. Either way run() restores the last committed state,
+// KOLO_STALL_SHUTDOWN_TIME_SECONDS; when one's program fails and shuts kolo down as it
+// exits, with Aborted. In each case run() restores the last committed state,
 // re-forms kolo with the workers that come back (reset(): shutdown(), init()), syncs and
 // calls the function again. When hosts are added or removed, commit() throws
 // HostsUpdatedInterrupt on every rank at the same step: run() re-forms without restoring.
@@ -36,10 +37,11 @@ class HostsUpdatedInterrupt : public std::runtime_error {
 
 // This process is a worker of an elastic kolorun job.
 bool is_elastic();
-// kolo (its global set) has shut itself down on every worker after a stall: run() resets
-// then, as after a lost worker. False for a Stalled error that left kolo running (a data
-// loader's timeout, a process set's stall).
-bool stopped_by_stall();
+// kolo (its global set) has stopped on every worker without this worker's shutdown(): a
+// stall shut it down, or another worker did (its program ended mid-round, or failed and
+// exited). run() resets then, as after a lost worker. False for an error that left kolo
+// running (a data loader's timeout, a process set's stall).
+bool stopped_by_other_ranks();
 // Whether kolorun says the job's hosts changed since this worker's round began: this
 // worker's own answer (no collective). False outside an elastic job.
 bool hosts_changed();
@@ -84,8 +86,10 @@ auto run(State& state, Train&& train) -> decltype(train()) {
       return train();
     } catch (const Error& e) {
       const bool lost_worker = e.code() == StatusCode::CommFailure;
-      const bool stuck_worker = e.code() == StatusCode::Stalled && stopped_by_stall();
-      if (!(lost_worker || stuck_worker) || !is_elastic()) throw;
+      // Stalled: a worker stuck in its own code; Aborted: one that left the round.
+      const bool stopped_by_others = (e.code() == StatusCode::Stalled || e.code() == StatusCode::Aborted) &&
+                                     stopped_by_other_ranks();
+      if (!(lost_worker || stopped_by_others) || !is_elastic()) throw;
       state.restore();
     } catch (const HostsUpdatedInterrupt&) {
       if (!is_elastic()) throw;

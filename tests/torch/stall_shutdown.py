@@ -42,7 +42,7 @@ try:
 except hvd.HorovodInternalError as e:
     took = time.monotonic() - started
     assert e.code == 'Stalled', e
-    assert _C.stopped_by_stall(), 'kolo.torch._C.stopped_by_stall() should say that kolo stopped'
+    assert _C.stopped_by_other_ranks(), 'kolo.torch._C.stopped_by_other_ranks() should say that kolo stopped'
     if rank == 0:
         late = ', '.join(str(r) for r in range(1, hvd.size()))
         assert f"tensor 'allreduce.late' was not submitted by rank(s) {late}" in str(e), e

@@ -162,7 +162,7 @@ TEST_CASE("in-process: a stalled tensor of a process set fails naming the set an
     expect_set_stopped(peer, "kolo has shut down in this process set after a stall: tensor 'stalled' in process set 1 "
                              "(ranks 1, 2)");
     // kolo itself runs on: an elastic run() would not reset for this error.
-    PEER_CHECK(peer, !kolo::elastic::stopped_by_stall(), "a process set's stall stopped the global set");
+    PEER_CHECK(peer, !kolo::elastic::stopped_by_other_ranks(), "a process set's stall stopped the global set");
     std::fill(v.begin(), v.end(), 1.0f);
     const kolo::Status global = peer.wait(kolo::allreduce_async("global", kolo::view(v), {kolo::ReduceOp::Sum}));
     PEER_CHECK(peer, global.ok() && v == std::vector<float>(3, 3.0f), describe(global) << ", [0] = " << v[0]);
@@ -181,7 +181,7 @@ TEST_CASE("in-process: a stall of the global set stops the process sets too", "[
       const kolo::Status before = peer.wait(kolo::allreduce_async("set/before", kolo::view(v), in_set));
       PEER_CHECK(peer, before.ok(), describe(before));
     }
-    PEER_CHECK(peer, !kolo::elastic::stopped_by_stall(), "stopped_by_stall() before any stall");
+    PEER_CHECK(peer, !kolo::elastic::stopped_by_other_ranks(), "stopped_by_other_ranks() before any stall");
     if (peer.rank() != 2) {  // rank 2 never submits
       const kolo::Status s = peer.wait(kolo::allreduce_async("global/stalled", kolo::view(v), {kolo::ReduceOp::Sum}));
       PEER_CHECK(peer, s.code() == kolo::StatusCode::Stalled && contains(s.message(), "not submitted by rank(s) 2"),
@@ -193,7 +193,7 @@ TEST_CASE("in-process: a stall of the global set stops the process sets too", "[
     // operation fails once it is out.
     const kolo::Status global = peer.wait(kolo::allreduce_async("global/after", kolo::view(v), {kolo::ReduceOp::Sum}));
     PEER_CHECK(peer, global.code() == kolo::StatusCode::Stalled, describe(global));
-    PEER_CHECK(peer, kolo::elastic::stopped_by_stall(), "stopped_by_stall() after the global set's stall");
+    PEER_CHECK(peer, kolo::elastic::stopped_by_other_ranks(), "stopped_by_other_ranks() after the global set's stall");
   }) > 0);
 }
 

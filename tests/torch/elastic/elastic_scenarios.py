@@ -19,6 +19,13 @@ kolorun's lines and the workers' logs (elastic_train.py):
   stall     a worker stuck in its own code (alive: kolo's threads answer): the others'
             collective fails as Stalled after the stall time, they reset, and the stuck
             worker, which never asks for the next round, is dropped; the others go on;
+  horovod-grow-shrink  Horovod's elastic integration test of added and removed hosts, on
+            epoch_log.py (a script in the shape of Horovod's): one worker, then two, then the
+            first host gone; each epoch's rank 0 started where Horovod's would have, as
+            HOROVOD_RANK and HOROVOD_HOSTNAME say;
+  horovod-failures  Horovod's failure tests: a worker whose program raises (it shuts kolo
+            down as it exits) takes its host out and the others go on; every worker raising,
+            or every host blacklisted, ends the job at once with kolorun's reason;
   cut       on the namespace hosts of tools/cluster (--netns STATE): node1's link taken down
             mid-epoch; its workers are dropped within --elastic-timeout (their processes
             ended through the remote agent's process group), node0's worker goes on;
@@ -54,14 +61,27 @@ def run_job(args, work, kolorun_flags, train_flags, env=None, actions=(), timeou
     for t in timers:
         t.start()
     try:
-        done = subprocess.run(command, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout)
+        done = run_kolorun(command, full_env, timeout)
     finally:
         for t in timers:
             t.cancel()
     print(f'$ {" ".join(kolorun_flags)} ... ({time.monotonic() - start:.1f} s, exit {done.returncode})')
     print(done.stdout)
     return done, read_logs(log_dir)
+
+
+def run_kolorun(command, env, timeout):
+    """Runs kolorun to its end; past `timeout`, stops it with SIGTERM (it ends its workers)
+    and fails the test."""
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        output, _ = process.communicate(timeout=60)
+        print(output)
+        check(False, f'kolorun finished within {timeout} s')
+    return subprocess.CompletedProcess(command, process.returncode, output)
 
 
 def read_logs(log_dir):
@@ -255,6 +275,67 @@ def scenario_stall(args, work):
                   'the stall time (3 s, checked each second) + --elastic-timeout (5 s), and 10 s to spare')
 
 
+def run_epoch_log(args, work, kolorun_flags, script_flags, schedule=None):
+    """epoch_log.py under kolorun; `schedule`: [hosts after 0 epochs, after 1, ...], the last
+    for every later count: the discovery script counts the lines rank 0 has logged, as
+    Horovod's integration tests do. Returns kolorun's result and the logged epochs."""
+    logfile = os.path.join(work, f'epochs-{time.monotonic_ns()}.jsonl')
+    flags = list(kolorun_flags)
+    if schedule:
+        script = os.path.join(work, f'discover-{time.monotonic_ns()}.sh')
+        lines = ['#!/bin/sh', f'n=$(cat {logfile} 2>/dev/null | wc -l)']
+        for count, hosts in enumerate(schedule[:-1]):
+            lines.append(f'if [ "$n" -eq {count} ]; then echo "{chr(10).join(hosts)}"; exit 0; fi')
+        lines.append(f'echo "{chr(10).join(schedule[-1])}"')
+        with open(script, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        os.chmod(script, 0o755)
+        flags += ['--host-discovery-script', script]
+    command = [args.kolorun, *flags, '/usr/bin/python3', os.path.join(HERE, 'epoch_log.py'), '--logfile', logfile,
+               *script_flags]
+    start = time.monotonic()
+    done = run_kolorun(command, dict(os.environ, PYTHONPATH=args.python_path), 120)
+    print(f'$ {" ".join(flags)} ... {" ".join(script_flags)} ({time.monotonic() - start:.1f} s, exit {done.returncode})')
+    print(done.stdout)
+    epochs = [json.loads(line) for line in open(logfile)] if os.path.exists(logfile) else []
+    for e in epochs:
+        print('  logged:', e)
+    return done, epochs
+
+
+def check_epochs(epochs, expected):
+    """Each epoch's (start_rank, size, hostname, rounds) against `expected` (None: any)."""
+    keys = ('start_rank', 'size', 'hostname', 'rounds')
+    got = [tuple(e[k] for k in keys) for e in epochs]
+    check(len(got) == len(expected) and all(all(w is None or w == g for w, g in zip(want, have))
+                                            for want, have in zip(expected, got)),
+          f'the epochs\' rank 0 (start rank, size, host, rounds): {got}, expected {expected}')
+
+
+def scenario_horovod_grow_shrink(args, work):
+    done, epochs = run_epoch_log(args, work, ['-np', '1', '--min-np', '1', '--max-np', '2'],
+                                 ['--hosts-change-after', '0', '1'],
+                                 schedule=[['localhost:1'], ['localhost:1', '127.0.0.1:1'], ['127.0.0.1:1']])
+    check(done.returncode == 0, 'the job succeeds')
+    # Round 2's rank 0 is the first worker, which had started alone: its optimizer reduces
+    # once it has company. Round 3's is the worker started for 127.0.0.1 as rank 1.
+    check_epochs(epochs, [(0, 1, 'localhost', 1), (0, 2, 'localhost', 2), (1, 1, '127.0.0.1', 3)])
+
+
+def scenario_horovod_failures(args, work):
+    hosts = ['-np', '2', '--min-np', '2', '-H', 'localhost:2,127.0.0.1:2']  # no --max-np: every slot
+    done, epochs = run_epoch_log(args, work, hosts, ['--fail-at', '1:0'])
+    check(done.returncode == 0, 'a failed program on one worker: the job goes on and succeeds')
+    check('host localhost blacklisted' in done.stdout, "the failed worker's host is blacklisted")
+    check_epochs(epochs, [(0, 4, 'localhost', 1), (2, 2, '127.0.0.1', 2), (2, 2, '127.0.0.1', 2)])
+    for fail_at, why in [('1:0,1,2,3', 'every worker of round 1 failed; ending the job'),
+                         ('1:0,2', 'every host of round 1 is blacklisted for good; ending the job')]:
+        start = time.monotonic()
+        done, _ = run_epoch_log(args, work, hosts, ['--fail-at', fail_at])
+        check(done.returncode != 0 and why in done.stdout and time.monotonic() - start < 60,
+              f'--fail-at {fail_at}: the job fails at once, saying "{why}"')
+
+
 def scenario_cut(args, work):
     if not args.netns or not os.path.exists(os.path.join(args.netns, 'launch')):
         print('SKIP: the cut link needs the namespace hosts of tools/cluster (--netns STATE)')
@@ -299,7 +380,8 @@ def scenario_slurm(args, work):
 
 SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'reset-limit': scenario_reset_limit,
              'cooldown': scenario_cooldown, 'min-np': scenario_min_np, 'hung': scenario_hung,
-             'stall': scenario_stall, 'cut': scenario_cut, 'slurm': scenario_slurm}
+             'stall': scenario_stall, 'horovod-grow-shrink': scenario_horovod_grow_shrink,
+             'horovod-failures': scenario_horovod_failures, 'cut': scenario_cut, 'slurm': scenario_slurm}
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import torch
 
+from kolo.torch import _C
 from kolo.torch.compression import Compression
 from kolo.torch.functions import broadcast_object
 from kolo.torch.mpi_ops import Adasum, Average, allreduce_async_, global_process_set
@@ -150,7 +151,9 @@ class _DistributedOptimizer(_GradientHooks):
         self._due = Counter()      # group -> how many of its parameters' gradients are due
         self._submitted = {}       # group -> a callable that waits and writes its gradients
 
-        if self.process_set.included() and size() > 1:
+        # In an elastic job a rank that starts alone may have company after a reset: its
+        # hooks are in place from the start (as Horovod's, for HOROVOD_ELASTIC).
+        if self.process_set.included() and (size() > 1 or _C.is_elastic()):
             self._register_hooks()
             for group in self._form_groups():
                 for p in group:

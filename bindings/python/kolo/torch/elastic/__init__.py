@@ -43,9 +43,9 @@ def _reset():
 def run(func):
     """Runs `func(state, ...)` until it returns, across lost workers and host changes:
     state.sync() first; on a failed collective (KoloError, Horovod's HorovodInternalError,
-    with code "CommFailure": a lost worker, or "Stalled": one stuck in its own code)
-    state.restore(), then a reset; on
-    HostsUpdatedInterrupt (raised by state.commit() on every rank at once) a reset. A reset
+    with code "CommFailure": a lost worker; "Stalled": one stuck in its own code; "Aborted":
+    one whose program failed, and shut kolo down as it exited) state.restore(), then a
+    reset; on HostsUpdatedInterrupt (raised by state.commit() on every rank at once) a reset. A reset
     re-forms kolo with the job's workers of the next round (shutdown(), init()), calls the
     state's reset callbacks, and syncs the state from the new rank 0, the longest-serving
     worker. Outside an elastic job, func runs once and errors propagate."""
@@ -61,8 +61,10 @@ def run(func):
                 return func(state, *args, **kwargs)
             except KoloError as e:
                 lost_worker = e.code == 'CommFailure'
-                stuck_worker = e.code == 'Stalled' and _C.stopped_by_stall()  # not a loader's timeout
-                if not (lost_worker or stuck_worker) or not _C.is_elastic():
+                # Stalled: a worker stuck in its own code (not a loader's timeout); Aborted:
+                # one that left the round (its program failed and shut kolo down as it exited).
+                stopped_by_others = e.code in ('Stalled', 'Aborted') and _C.stopped_by_other_ranks()
+                if not (lost_worker or stopped_by_others) or not _C.is_elastic():
                     raise
                 state.restore()
             except HostsUpdatedInterrupt:

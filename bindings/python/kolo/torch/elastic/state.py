@@ -19,12 +19,23 @@ class HostsUpdatedInterrupt(RuntimeError):
         self.skip_sync = skip_sync
 
 
+class _HostMessages:
+    """Horovod's State._host_messages, the queue in which its driver's notices of new or lost
+    hosts arrive. kolo asks kolorun instead (check_host_updates), but a script may wait on the
+    queue, as Horovod's own elastic test script does (`while state._host_messages.empty()`):
+    it is empty until kolorun has told this worker that the hosts changed."""
+    def empty(self):
+        return not (_C.is_elastic() and _C.hosts_changed())
+
+
 class State:
     """What survives a reset: save() keeps it, restore() goes back to it, sync() makes every
     rank's rank 0's."""
     def __init__(self, bcast_object=broadcast_object, get_rank=None):
         self._bcast_object = bcast_object
         self._reset_callbacks = []
+        self._host_messages = _HostMessages()
+        self._last_updated_timestamp = 0  # Horovod's; scripts reset it, kolo does not need it
 
     def register_reset_callbacks(self, callbacks):
         """Functions called after each reset (for one, to scale the learning rate by the new size)."""
