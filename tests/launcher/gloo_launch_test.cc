@@ -42,6 +42,24 @@ TEST_CASE("kolorun --gloo tells each worker its place with horovodrun --gloo's v
   }
 }
 
+TEST_CASE("an elastic round's place variables count local ranks densely, as the runtime does", "[gloo]") {
+  // Slot 0 of host a is empty this round (its worker left); b's two workers joined later.
+  const std::vector<GlooWorker> round = {{0, "a", 1}, {1, "b", 0}, {2, "b", 1}};
+  std::vector<std::string> host_of_rank;
+  for (const GlooWorker& w : round) host_of_rank.push_back(w.host);
+  for (const GlooWorker& w : round) {
+    const kolo::Topology t = kolo::topology_from_hosts(host_of_rank, w.rank);
+    const std::map<std::string, std::string> told = as_map(horovod_place_variables(w, round));
+    INFO("rank " << w.rank);
+    CHECK(told.at("HOROVOD_LOCAL_RANK") == std::to_string(t.local_rank));
+    CHECK(told.at("HOROVOD_LOCAL_SIZE") == std::to_string(t.local_size));
+    CHECK(told.at("HOROVOD_CROSS_RANK") == std::to_string(t.cross_rank));
+    CHECK(told.at("HOROVOD_CROSS_SIZE") == std::to_string(t.cross_size));
+  }
+  CHECK(as_map(horovod_place_variables(round[0], round)).at("HOROVOD_LOCAL_RANK") == "0");
+  CHECK(as_map(horovod_place_variables(round[2], round)).at("HOROVOD_CROSS_SIZE") == "1");
+}
+
 TEST_CASE("the place kolorun --gloo tells a worker is the one the runtime takes from the rendezvous", "[gloo]") {
   // kolo's runtime derives its topology from the hosts its workers name (topology_from_hosts);
   // the variables must agree with it for every layout kolorun plans.
