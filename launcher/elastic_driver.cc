@@ -66,6 +66,10 @@ class ElasticJob final : public rendezvous::Membership {
     if (w == nullptr) return {rendezvous::Status::Gone, "kolorun runs no worker " + host + ":" + std::to_string(slot)};
     if (!w->gone_why.empty()) return {rendezvous::Status::Gone, w->gone_why};
     if (w->rank >= 0 && after_round < round_) return {rendezvous::Status::Ok, rendezvous::to_text({round_, w->rank, size_})};
+    if (!finished_by_.empty()) {  // it leaves; whatever its exit, it is no failure
+      w->gone_why = "the job has finished: " + finished_by_;
+      return {rendezvous::Status::Gone, w->gone_why};
+    }
     if (w->rank >= 0) w->wants_next = true;  // it has left this round: a reset
     return {rendezvous::Status::Missing, ""};
   }
@@ -98,6 +102,10 @@ class ElasticJob final : public rendezvous::Membership {
     auto it = blacklist_.find(host);
     return it != blacklist_.end() && (!it->second || Clock::now() < *it->second);
   }
+  bool blacklisted_for_good(const std::string& host) const {
+    auto it = blacklist_.find(host);
+    return it != blacklist_.end() && !it->second;
+  }
   bool usable(const Worker& w) const {
     if (blacklisted(w.host)) return false;
     return std::any_of(hosts_.begin(), hosts_.end(),
@@ -106,7 +114,7 @@ class ElasticJob final : public rendezvous::Membership {
   void blacklist(const std::string& host, const std::string& why);
   void discover(bool force);
   void pump();
-  bool round_succeeded();
+  bool round_over();
   bool reset_due();
   std::vector<size_t> not_rejoined();
   // Survivors of the round (longest-serving first) and free slots. Under mutex_; marks the
@@ -131,6 +139,9 @@ class ElasticJob final : public rendezvous::Membership {
   int64_t round_ = 0;
   int size_ = 0;
   int64_t hosts_version_ = 0, round_hosts_version_ = 0;
+  // Set once a worker of the round has exited 0: as horovodrun's driver, kolorun then forms
+  // no other round (the program has finished), and the workers that ask are told to leave.
+  std::string finished_by_;
 
   // kolorun's thread only.
   std::vector<HostSlots> hosts_;
@@ -138,6 +149,7 @@ class ElasticJob final : public rendezvous::Membership {
   std::set<std::string> back_after_cooldown_;
   Clock::time_point next_discovery_ = Clock::now();
   std::optional<Clock::time_point> reset_began_;
+  std::optional<Clock::time_point> finishing_since_;
   int resets_ = 0;
   int failures_in_round_ = 0;  // workers of the current round that exited with an error
   std::set<std::string> round_hosts_;  // the hosts of the current round's workers
@@ -224,27 +236,27 @@ void ElasticJob::pump() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       w.alive = false;
-      failed_in_round = *code != 0 && w.rank >= 0 && w.gone_why.empty() && !ending_;
+      const bool in_round = w.rank >= 0 && w.gone_why.empty() && !ending_;
+      failed_in_round = in_round && *code != 0;
       if (failed_in_round) w.rank = -1;
+      if (in_round && *code == 0 && finished_by_.empty())
+        finished_by_ = "worker " + std::to_string(i) + " (on " + w.host + ") of round " + std::to_string(round_) +
+                       " exited 0";
     }
     if (!failed_in_round) continue;
     ++failures_in_round_;
     std::fputs(describe_worker_failure(int(i), w.host, *code, output_).c_str(), stderr);
     blacklist(w.host, "its worker " + how_it_ended(*code));
-    std::fprintf(stderr, "kolorun: the job goes on without it\n");
+    if (finished_by_.empty()) std::fprintf(stderr, "kolorun: the job goes on without it\n");
     reset_began_ = reset_began_.value_or(Clock::now());
   }
 }
 
-bool ElasticJob::round_succeeded() {
+// Once a worker of the round has finished, whether every other has ended too.
+bool ElasticJob::round_over() {
   std::lock_guard<std::mutex> lock(mutex_);
-  bool any = false;
-  for (const Worker& w : workers_) {
-    if (w.rank < 0) continue;
-    if (w.alive || pool_.exit_code(w.process) != 0) return false;
-    any = true;
-  }
-  return any;
+  if (finished_by_.empty()) return false;
+  return std::none_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.rank >= 0 && w.alive; });
 }
 
 bool ElasticJob::reset_due() {
@@ -288,12 +300,11 @@ std::pair<std::vector<ElasticJob::Worker*>, std::vector<std::pair<std::string, i
 std::optional<int> ElasticJob::form_round() {
   // As Horovod's driver: a program that failed on every worker fails the job, whatever
   // hosts may come.
+  // (A round has at least --min-np >= 1 workers.)
   if (round_ >= 1 && failures_in_round_ == size_)
     return end_job(1, "every worker of round " + std::to_string(round_) + " failed");
-  if (round_ >= 1 && std::all_of(round_hosts_.begin(), round_hosts_.end(), [&](const std::string& host) {
-        auto it = blacklist_.find(host);
-        return it != blacklist_.end() && !it->second;
-      }))
+  if (round_ >= 1 && std::all_of(round_hosts_.begin(), round_hosts_.end(),
+                                 [&](const std::string& host) { return blacklisted_for_good(host); }))
     return end_job(1, "every host of round " + std::to_string(round_) + " is blacklisted for good");
   if (round_ >= 1 && options_.reset_limit && ++resets_ > *options_.reset_limit)
     return end_job(1, "the job has re-formed " + std::to_string(*options_.reset_limit) + " times (--reset-limit " +
@@ -393,7 +404,19 @@ int ElasticJob::run() {
       std::fprintf(stderr, "kolorun: job stopped (kolorun got SIG%s)\n", sigabbrev_np(interrupted_by_));
       return 128 + interrupted_by_;
     }
-    if (round_succeeded()) return end_job(0, "");  // workers told to leave, if any, go too
+    if (round_over()) {  // workers told to leave, if any, go too
+      if (failures_in_round_ == 0) return end_job(0, "");
+      return end_job(1, std::to_string(failures_in_round_) + " worker(s) of round " + std::to_string(round_) +
+                            " failed before it finished");
+    }
+    if (!finished_by_.empty()) {
+      // Bounded: the round's other workers finish too, or, waiting for a round that will
+      // not come, are told to leave.
+      finishing_since_ = finishing_since_.value_or(Clock::now());
+      if (Clock::now() < *finishing_since_ + elastic_timeout) continue;
+      return end_job(1, "the job finished (" + finished_by_ + "), but not every worker of the round ended within "
+                            "--elastic-timeout");
+    }
     try {
       discover(false);
     } catch (const Error& e) {

@@ -7,14 +7,18 @@
 // good) or when the workers, told at a commit that the hosts changed, reset themselves.
 // Every surviving worker then asks for its place in the next round; kolorun waits for them
 // (at most --elastic-timeout: a worker that does not ask by then is killed and its host
-// blacklisted), adds workers on free slots up to --max-np, and forms the next round: the
-// longest-serving worker becomes rank 0, so that the state it broadcasts is the newest.
-// Fewer than --min-np slots: it waits for hosts, at most --elastic-timeout. More than
-// --reset-limit re-formings end the job. Workers on a host that is gone are told so and
-// leave.
+// blacklisted), adds workers on every free slot (up to --max-np, if given), and forms the
+// next round: the longest-serving worker becomes rank 0, so that the state it broadcasts is
+// the newest. The first round waits for -np usable slots, the others for --min-np (by
+// default -np), at most --elastic-timeout each. More than --reset-limit re-formings, a round
+// in which every worker failed, or one whose hosts are all blacklisted for good, end the
+// job. Workers on a host that is gone are told so and leave. Each worker is told its place
+// in the round it starts in as horovodrun tells it (HOROVOD_RANK and the rest).
 //
-// The job ends when the workers of the round have all exited 0 (status 0), or with a line
-// that says why it cannot go on.
+// Once a worker of the round exits 0, the program has finished, as horovodrun's driver
+// takes it: no other round forms, workers that ask for one are told to leave, and the job
+// ends when the round's workers have (status 0, or 1 if one of them failed); otherwise it
+// ends with a line that says why it cannot go on.
 #pragma once
 
 #include <string>

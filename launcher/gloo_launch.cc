@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "environment.h"
 #include "job_output.h"
@@ -140,25 +141,23 @@ std::vector<EnvVar> worker_variables(const GlooWorker& w, const LaunchOptions& o
 }
 
 std::vector<EnvVar> horovod_place_variables(const GlooWorker& worker, const std::vector<GlooWorker>& workers) {
-  // As the runtime derives its topology from the ranks' hosts (topology_from_hosts): local
-  // ranks count a host's workers in rank order (an elastic round's slots may have gaps).
   std::vector<std::string> hosts;  // in the order of their first rank
   std::map<std::string, int> workers_on;
-  int local_rank = 0;
+  std::set<std::pair<std::string, int>> taken;  // (host, slot)
   for (const GlooWorker& w : workers) {
-    if (w.host == worker.host && w.rank < worker.rank) ++local_rank;
     if (workers_on[w.host]++ == 0) hosts.push_back(w.host);
+    taken.emplace(w.host, w.slot);
   }
   int cross_rank = 0, cross_size = 0;
   for (const std::string& host : hosts) {
-    if (workers_on[host] <= local_rank) continue;  // no worker with this local rank there
+    if (!taken.count({host, worker.slot})) continue;  // no worker in this slot there
     if (host == worker.host) cross_rank = cross_size;
     ++cross_size;
   }
   return {{"HOROVOD_HOSTNAME", worker.host},
           {"HOROVOD_RANK", std::to_string(worker.rank)},
           {"HOROVOD_SIZE", std::to_string(workers.size())},
-          {"HOROVOD_LOCAL_RANK", std::to_string(local_rank)},
+          {"HOROVOD_LOCAL_RANK", std::to_string(worker.slot)},
           {"HOROVOD_LOCAL_SIZE", std::to_string(workers_on[worker.host])},
           {"HOROVOD_CROSS_RANK", std::to_string(cross_rank)},
           {"HOROVOD_CROSS_SIZE", std::to_string(cross_size)}};

@@ -48,9 +48,11 @@ std::vector<EnvVar> worker_variables(const GlooWorker& worker, const LaunchOptio
 //   _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE and _HOSTNAME, for scripts that read
 //   them (before init, to choose a GPU, say, or as Horovod's test suite does). kolo takes its
 //   own place from the rendezvous, the same one: ranks in `workers`' order, local ranks by
-//   slot, cross ranks among the hosts with that slot, in host order. An elastic worker is
-//   told the place it starts in, as Horovod's elastic driver tells it: after a reset its
-//   rank is hvd.rank()'s, and the variables keep the first;
+//   slot, cross ranks among the hosts with a worker in that slot, hosts in the order of
+//   their first rank. An elastic worker is told the place it starts in, as Horovod's
+//   elastic driver tells it, and keeps the variables across resets (hvd.rank() is the
+//   current place). Its local rank is its slot there too, unique among the host's live
+//   workers, though a round's slots may have gaps (then it can differ from the runtime's);
 std::vector<EnvVar> horovod_place_variables(const GlooWorker& worker, const std::vector<GlooWorker>& workers);
 // - its command: inside a Slurm allocation (SLURM_JOB_ID, and not --launcher mpirun) an srun
 //   step of one task on its host; else the program here, or the remote agent's command

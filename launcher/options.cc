@@ -169,7 +169,8 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
 
   std::string num_ranks;  // parsed below, for a message in kolorun's words
   auto* np = app.add_option("--np", num_ranks,
-                            "number of ranks, 1 up to the hosts' slots (horovodrun: -np)");
+                            "number of ranks, 1 up to the hosts' slots (horovodrun: -np); elastic: the job "
+                            "starts once this many slots are usable");
   auto* hosts = app.add_option("-H,--hosts", o.hosts,
                                "hosts and their slots: host1:2,host2:2 (a host without "
                                ":slots has one slot)");
@@ -241,9 +242,11 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
       ->capture_default_str()
       ->check(number_from(0, true));
   // Elastic jobs (docs/elastic.md).
-  app.add_option("--min-np,--min-num-proc", o.min_np, "elastic: the fewest workers the job runs with")
+  app.add_option("--min-np,--min-num-proc", o.min_np,
+                 "elastic: the fewest workers the job runs with (default: -np)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-np,--max-num-proc", o.max_np, "elastic: the most workers the job grows to")
+  app.add_option("--max-np,--max-num-proc", o.max_np,
+                 "elastic: the most workers the job grows to (default: every usable slot)")
       ->check(CLI::PositiveNumber);
   app.add_option("--slots-per-host,--slots", o.slots_per_host,
                  "elastic: the slots of a discovered host that does not say (default 1)")

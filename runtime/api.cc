@@ -557,7 +557,7 @@ bool is_initialized() { return g_sets.load() != nullptr; }
 // kolo/elastic.h: here, where the running kolo is.
 bool elastic::stopped_by_other_ranks() {
   const std::shared_ptr<ProcessSets> s = current();
-  return s && s->global().stopped_by_other_ranks();
+  return s && s->stopped_by_other_ranks();
 }
 void copy_gpu_result(void* dst, const TensorView& result) { runtime()->devices().copy_result(dst, result); }
 int rank() { return runtime()->transport().rank(); }

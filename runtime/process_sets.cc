@@ -217,6 +217,12 @@ void ProcessSets::shutdown() {
   global_->shutdown();
 }
 
+bool ProcessSets::stopped_by_other_ranks() const {
+  if (global_->stopped_by_stall() || global_->stopped_by_peer_shutdown()) return true;
+  const std::vector<std::shared_ptr<Runtime>> sets = runtimes();
+  return std::any_of(sets.begin(), sets.end(), [](const auto& r) { return r->stopped_by_peer_shutdown(); });
+}
+
 bool ProcessSets::failed() const {
   if (global_->failed()) return true;
   for (const std::shared_ptr<Runtime>& r : runtimes())

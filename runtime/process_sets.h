@@ -52,6 +52,11 @@ class ProcessSets {
 
   // Stops every runtime: the sets', then the global one's.
   void shutdown();
+  // Whether kolo stopped without this rank's shutdown(): the global set after a stall or
+  // another rank's shutdown, or a set after another rank's shutdown (a rank that shuts kolo
+  // down stops its sets first, so their operations fail on the others while the global set
+  // may still run; a set's own stall stops that set only, and does not count).
+  bool stopped_by_other_ranks() const;
   // Whether any runtime has failed in a way that ends the job, and the end of the job now.
   bool failed() const;
   void end_job_after_failure();

@@ -206,7 +206,7 @@ void Runtime::loop() {
   // before the handles fail: a program that sees the error and exits at once must find the
   // runtime failed (its exit then ends the job), not still running.
   if (!agreed) watchdog_->failed(exit_status);
-  if (agreed && !shutdown_requested_) stopped_by_others_ = true;
+  if (agreed && !shutdown_requested_ && !stopped_by_stall_) stopped_by_peer_shutdown_ = true;
   timeline_.flush_if_written();  // a rank that never comes back may end by _Exit
   fail_everything(exit_status);
   if (agreed && !shutdown_requested_ && role_.on_stopped_by_others) role_.on_stopped_by_others(exit_status);
@@ -513,7 +513,7 @@ void Runtime::run(const std::vector<Response>& responses,
         stopped_by_stall_ = Status(StatusCode::Stalled, std::string("kolo has shut down ") +
                                                             (where_.empty() ? "on every rank" : "in this process set") +
                                                             " after a stall: " + stall_reason(r.error_message));
-        stopped_by_others_ = true;
+        stopped_by_stall_flag_ = true;
         if (role_.on_stall) role_.on_stall();
       }
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {

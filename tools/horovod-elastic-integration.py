@@ -67,10 +67,16 @@ def run(args, script, work, discovery_schedule=None, exit_schedule=None, exit_mo
         command += ['--exit-schedule', json.dumps(exit_schedule), '--exit-mode', exit_mode]
     env = dict(os.environ, PYTHONPATH=args.python_path, OMP_NUM_THREADS='1')
     start = time.monotonic()
-    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-    print(f'  $ kolorun {" ".join(command[1:])}\n    exit {done.returncode} after {time.monotonic() - start:.1f} s')
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        process.terminate()  # kolorun ends its workers
+        output, _ = process.communicate()
+        output += '\n(stopped after 300 s)'
+    print(f'  $ kolorun {" ".join(command[1:])}\n    exit {process.returncode} after {time.monotonic() - start:.1f} s')
     results = [json.loads(line) for line in open(logfile)] if os.path.exists(logfile) else []
-    return Run(done.returncode, done.stdout, results)
+    return Run(process.returncode, output, results)
 
 
 def expect(run, condition, what):

@@ -37,10 +37,12 @@ class HostsUpdatedInterrupt : public std::runtime_error {
 
 // This process is a worker of an elastic kolorun job.
 bool is_elastic();
-// kolo (its global set) has stopped on every worker without this worker's shutdown(): a
-// stall shut it down, or another worker did (its program ended mid-round, or failed and
-// exited). run() resets then, as after a lost worker. False for an error that left kolo
-// running (a data loader's timeout, a process set's stall).
+// kolo has stopped on every worker without this worker's shutdown(): a stall shut the
+// global set down, or another worker shut kolo down (the global set or one of its process
+// sets) as its program failed and exited, or finished. run() resets then, as after a lost
+// worker; after a finished worker, kolorun answers the reset by telling this worker to
+// leave (reset() throws Aborted). False for an error that left kolo running (a data
+// loader's timeout, a process set's own stall).
 bool stopped_by_other_ranks();
 // Whether kolorun says the job's hosts changed since this worker's round began: this
 // worker's own answer (no collective). False outside an elastic job.

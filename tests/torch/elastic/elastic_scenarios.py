@@ -24,8 +24,10 @@ kolorun's lines and the workers' logs (elastic_train.py):
             first host gone; each epoch's rank 0 started where Horovod's would have, as
             HOROVOD_RANK and HOROVOD_HOSTNAME say;
   horovod-failures  Horovod's failure tests: a worker whose program raises (it shuts kolo
-            down as it exits) takes its host out and the others go on; every worker raising,
-            or every host blacklisted, ends the job at once with kolorun's reason;
+            down as it exits) takes its host out and the others go on, also when it fails
+            in a process set; every worker raising, or every host blacklisted, ends the job
+            at once with kolorun's reason; and, as horovodrun's driver, a worker whose
+            program finishes first ends the job (status 0), the others told to leave;
   cut       on the namespace hosts of tools/cluster (--netns STATE): node1's link taken down
             mid-epoch; its workers are dropped within --elastic-timeout (their processes
             ended through the remote agent's process group), node0's worker goes on;
@@ -78,7 +80,11 @@ def run_kolorun(command, env, timeout):
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.terminate()
-        output, _ = process.communicate(timeout=60)
+        try:
+            output, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
         print(output)
         check(False, f'kolorun finished within {timeout} s')
     return subprocess.CompletedProcess(command, process.returncode, output)
@@ -275,7 +281,7 @@ def scenario_stall(args, work):
                   'the stall time (3 s, checked each second) + --elastic-timeout (5 s), and 10 s to spare')
 
 
-def run_epoch_log(args, work, kolorun_flags, script_flags, schedule=None):
+def run_epoch_log(args, work, kolorun_flags, script_flags, schedule=None, env=None):
     """epoch_log.py under kolorun; `schedule`: [hosts after 0 epochs, after 1, ...], the last
     for every later count: the discovery script counts the lines rank 0 has logged, as
     Horovod's integration tests do. Returns kolorun's result and the logged epochs."""
@@ -294,7 +300,7 @@ def run_epoch_log(args, work, kolorun_flags, script_flags, schedule=None):
     command = [args.kolorun, *flags, '/usr/bin/python3', os.path.join(HERE, 'epoch_log.py'), '--logfile', logfile,
                *script_flags]
     start = time.monotonic()
-    done = run_kolorun(command, dict(os.environ, PYTHONPATH=args.python_path), 120)
+    done = run_kolorun(command, dict(os.environ, PYTHONPATH=args.python_path, **(env or {})), 120)
     print(f'$ {" ".join(flags)} ... {" ".join(script_flags)} ({time.monotonic() - start:.1f} s, exit {done.returncode})')
     print(done.stdout)
     epochs = [json.loads(line) for line in open(logfile)] if os.path.exists(logfile) else []
@@ -328,6 +334,17 @@ def scenario_horovod_failures(args, work):
     check(done.returncode == 0, 'a failed program on one worker: the job goes on and succeeds')
     check('host localhost blacklisted' in done.stdout, "the failed worker's host is blacklisted")
     check_epochs(epochs, [(0, 4, 'localhost', 1), (2, 2, '127.0.0.1', 2), (2, 2, '127.0.0.1', 2)])
+    # Failing where the sets' operations are: a rank shutting kolo down stops its sets
+    # first, so the others' set operation may fail while the global set still runs.
+    done, epochs = run_epoch_log(args, work, hosts, ['--fail-at', '1:2', '--set-op'],
+                                 env={'KOLO_DYNAMIC_PROCESS_SETS': '1'})
+    check(done.returncode == 0, 'a failed program in a process set: the job goes on and succeeds')
+    check_epochs(epochs, [(0, 4, 'localhost', 1), (0, 2, 'localhost', 2), (0, 2, 'localhost', 2)])
+    start = time.monotonic()
+    done, epochs = run_epoch_log(args, work, hosts, ['--finish-first', '1'])
+    check(done.returncode == 0 and 'the job has finished: worker 1 (on localhost) of round 1 exited 0' in done.stdout
+          and 'round 2' not in done.stdout and time.monotonic() - start < 60,
+          'a worker that finishes first ends the job: the others are told to leave, no round 2')
     for fail_at, why in [('1:0,1,2,3', 'every worker of round 1 failed; ending the job'),
                          ('1:0,2', 'every host of round 1 is blacklisted for good; ending the job')]:
         start = time.monotonic()

@@ -9,7 +9,10 @@ leans on what such a script reads from Horovod:
 - a DistributedOptimizer made at one rank that must reduce once the job grows.
 
 --fail-at EPOCH:START_RANKS makes the workers that started with those ranks raise at that
-epoch's first batch (a program that fails: it shuts kolo down as it exits)."""
+epoch's first batch (a program that fails: it shuts kolo down as it exits); --finish-first
+START_RANK makes that worker's program end after the first epoch; --set-op sums over a
+process set of the even ranks every batch (made again in each round; needs
+KOLO_DYNAMIC_PROCESS_SETS=1)."""
 import argparse
 import json
 import os
@@ -26,6 +29,8 @@ parser.add_argument('--batches', type=int, default=5)
 parser.add_argument('--hosts-change-after', type=int, nargs='*', default=[],
                     help='epochs after which the discovery script gives other hosts: rank 0 waits to hear it')
 parser.add_argument('--fail-at', default='', help='EPOCH:R1,R2: the workers started as ranks R1, R2 raise')
+parser.add_argument('--finish-first', type=int, default=-1, help='the worker started as this rank ends after epoch 0')
+parser.add_argument('--set-op', action='store_true', help='a sum over a set of the even ranks every batch')
 args = parser.parse_args()
 
 hvd.init()
@@ -44,10 +49,14 @@ optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_par
 @hvd.elastic.run
 def train(state):
     state.rounds += 1
-    while state.epoch < args.epochs:
+    evens = hvd.add_process_set(list(range(0, hvd.size(), 2))) if args.set_op and hvd.size() > 1 else None
+    last_epoch = 1 if start_rank == args.finish_first else args.epochs
+    while state.epoch < last_epoch:
         while state.batch < args.batches:
             if str(state.epoch) == fail_epoch and state.batch == 0 and start_rank in fail_ranks:
                 raise RuntimeError(f'failing as asked: epoch {state.epoch}, start rank {start_rank}')
+            if evens is not None and evens.included():
+                hvd.allreduce(torch.ones(1), op=hvd.Sum, name='evens', process_set=evens)
             optimizer.zero_grad()
             torch.nn.functional.cross_entropy(model(data), target).backward()
             optimizer.step()

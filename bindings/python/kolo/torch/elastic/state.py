@@ -1,6 +1,7 @@
 """The state an elastic job keeps in memory, commits, restores after a failure and syncs from
 rank 0 after a reset: Horovod 0.28's State, ObjectState and TorchState."""
 import copy
+import time
 
 import torch
 
@@ -8,7 +9,7 @@ from kolo.torch import _C
 from kolo.torch.elastic.sampler import ElasticSampler
 from kolo.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                                   broadcast_parameters)
-from kolo.torch.mpi_ops import Max, allreduce
+from kolo.torch.mpi_ops import KoloError, Max, allreduce
 
 
 class HostsUpdatedInterrupt(RuntimeError):
@@ -23,9 +24,24 @@ class _HostMessages:
     """Horovod's State._host_messages, the queue in which its driver's notices of new or lost
     hosts arrive. kolo asks kolorun instead (check_host_updates), but a script may wait on the
     queue, as Horovod's own elastic test script does (`while state._host_messages.empty()`):
-    it is empty until kolorun has told this worker that the hosts changed."""
+    it is empty until kolorun has told this worker that the hosts changed. One per round."""
+    _ASK_EVERY_S = 0.1  # each question is a request to kolorun: a busy loop must not flood it
+
+    def __init__(self):
+        self._changed = False
+        self._asked_at = None
+
     def empty(self):
-        return not (_C.is_elastic() and _C.hosts_changed())
+        if self._changed or not _C.is_elastic():
+            return not self._changed
+        now = time.monotonic()
+        if self._asked_at is None or now - self._asked_at >= self._ASK_EVERY_S:
+            self._asked_at = now
+            try:
+                self._changed = _C.hosts_changed()
+            except KoloError:
+                return False  # kolorun did not answer: the next commit asks again, and fails
+        return not self._changed
 
 
 class State:
@@ -42,6 +58,7 @@ class State:
         self._reset_callbacks.extend(callbacks)
 
     def on_reset(self):
+        self._host_messages = _HostMessages()
         for callback in self._reset_callbacks:
             callback()
 
