@@ -33,12 +33,9 @@ class EpochState final : public elastic::State {
   models::Checkpoint saved_;
 };
 
-}  // namespace
-
-TrainingResult run_elastic_training(TrainingRun& run, const ElasticParts& parts) {
+// Trains until the last epoch, across resets (kolo/elastic.h), into `result`.
+void train_elastic(TrainingRun& run, const ElasticParts& parts, EpochState& state, TrainingResult& result) {
   const TrainingFlags& flags = run.flags;
-  EpochState state(run.net, run.optimizer);
-  TrainingResult result;
   ProgressBar progress(stdout, false);
   elastic::run(state, [&] {
     const bool root = models::is_root();
@@ -67,6 +64,23 @@ TrainingResult run_elastic_training(TrainingRun& run, const ElasticParts& parts)
       state.commit();
     }
   });
+}
+
+}  // namespace
+
+TrainingResult run_elastic_training(TrainingRun& run, const ElasticParts& parts) {
+  EpochState state(run.net, run.optimizer);
+  TrainingResult result;
+  try {
+    train_elastic(run, parts, state, result);
+  } catch (const Error& e) {
+    // reset() found that kolorun does not want this worker any more (its host was removed,
+    // or another worker finished the job): not a failure. kolo is shut down then.
+    if (e.code() != StatusCode::Aborted || kolo::is_initialized()) throw;
+    std::printf("this worker leaves the job: %s\n", e.what());
+    std::fflush(stdout);
+    result.left_job = true;
+  }
   return result;
 }
 

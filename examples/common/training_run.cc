@@ -141,7 +141,7 @@ TrainingResult run_training(TrainingRun& run) {
 }
 
 void print_summary(const TrainingRun& run, const TrainingResult& result, std::chrono::steady_clock::time_point start) {
-  if (kolo::rank() != 0 || result.stopped_early) return;
+  if (result.left_job || kolo::rank() != 0 || result.stopped_early) return;
   std::printf("test accuracy %.4f on %s images - %s in %s (total %s) - %s img/s - %s x %s\n", result.test_acc,
               with_thousands(run.test.samples()).c_str(),
               count_of(static_cast<double>(result.epochs_trained), "epoch").c_str(),

@@ -36,6 +36,7 @@ struct TrainingResult {
   int64_t images = 0;          // trained on by this run, all ranks together
   PhaseSeconds phases;         // rank 0's
   std::vector<EpochReport> epochs;  // the epoch lines of this run, for reports after it
+  bool left_job = false;  // an elastic worker that kolorun told to leave: kolo is shut down
 };
 
 TrainingResult run_training(TrainingRun& run);

@@ -3,16 +3,20 @@
 workers, hosts "localhost" and "127.0.0.1"; after the first epoch the test SIGKILLs the
 worker on 127.0.0.1 (a child of the kolorun it started, found by its pid). The other must
 go on without a restart, train the remaining epochs alone, and end within 0.05 of the test
-accuracy of an undisturbed elastic run made first.
+accuracy of an undisturbed elastic run made first. Then a third run, under a discovery
+script, loses the host 127.0.0.1 after the first epoch: its worker, told to leave at the
+next reset, ends without an error, and the job succeeds on the other.
 
     mnist_elastic_test.py --kolorun build/launcher/kolorun --exe build/examples/mnist/mnist
 """
 import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 parser = argparse.ArgumentParser()
@@ -81,3 +85,33 @@ check(len(re.findall(r'training on \d ranks', output)) == 2 and 'training on 1 r
 check(re.search(r'epoch 3/3 .* - 1 ranks', output) is not None, 'the last epoch ran on 1 rank')
 accuracy = test_accuracy(output)
 check(accuracy >= reference - 0.05, f'test accuracy {accuracy:.4f} within 0.05 of the undisturbed {reference:.4f}')
+
+# A host removed through the discovery script after the first epoch: at the next commit both
+# workers reset, and the one on 127.0.0.1, no longer wanted, leaves without an error.
+work = tempfile.mkdtemp(prefix='kolo-mnist-elastic-')
+hosts_file = os.path.join(work, 'hosts')
+with open(hosts_file, 'w') as f:
+    f.write('localhost:1\n127.0.0.1:1\n')
+job = subprocess.Popen([args.kolorun, '--min-np', '1', '--max-np', '2', '-np', '2', '--host-discovery-script',
+                        f'cat {hosts_file}', args.exe, *TRAIN], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+lines, removed = [], False
+deadline = time.monotonic() + 600
+for line in job.stdout:
+    lines.append(line)
+    print(line, end='', flush=True)
+    if not removed and 'epoch 1/3' in line:
+        with open(hosts_file + '.new', 'w') as f:
+            f.write('localhost:1\n')
+        os.replace(hosts_file + '.new', hosts_file)
+        removed = True
+    if time.monotonic() > deadline:
+        job.kill()
+        break
+code = job.wait(timeout=60)
+shutil.rmtree(work)
+output = ''.join(lines)
+check(removed and code == 0, f'the job whose host was removed succeeds (exit {code})')
+check('this worker leaves the job' in output and 'error' not in output,
+      'the worker on the removed host leaves without an error')
+check('round 2: 1 workers (the job re-formed)' in output, 'kolorun re-forms the job with the worker left')
