@@ -48,7 +48,9 @@ bool stopped_by_other_ranks();
 // worker's own answer (no collective). False outside an elastic job.
 bool hosts_changed();
 // shutdown(), then init(): joins the job's next round. Throws kolo::Error(Aborted) when
-// kolorun says this worker is no longer part of the job (its host was removed).
+// kolorun says this worker is no longer part of the job (its host was removed, or another
+// worker finished the job), with kolo shut down (is_initialized() false): run() passes it
+// on, and the program should end without an error (examples/common/elastic_run.cc).
 void reset();
 
 class State {
