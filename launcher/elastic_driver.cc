@@ -149,7 +149,6 @@ class ElasticJob final : public rendezvous::Membership {
   std::set<std::string> back_after_cooldown_;
   Clock::time_point next_discovery_ = Clock::now();
   std::optional<Clock::time_point> reset_began_;
-  std::optional<Clock::time_point> finishing_since_;
   int resets_ = 0;
   int failures_in_round_ = 0;  // workers of the current round that exited with an error
   std::set<std::string> round_hosts_;  // the hosts of the current round's workers
@@ -252,11 +251,13 @@ void ElasticJob::pump() {
   }
 }
 
-// Once a worker of the round has finished, whether every other has ended too.
+// Once a worker of the round has finished, whether every other has ended too (or been
+// told to leave: end_job() stops it if it is still going).
 bool ElasticJob::round_over() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (finished_by_.empty()) return false;
-  return std::none_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.rank >= 0 && w.alive; });
+  return std::none_of(workers_.begin(), workers_.end(),
+                      [](const Worker& w) { return w.rank >= 0 && w.alive && w.gone_why.empty(); });
 }
 
 bool ElasticJob::reset_due() {
@@ -332,7 +333,8 @@ std::optional<int> ElasticJob::form_round() {
                    can_have, min_flag, min_np, options_.elastic_timeout_seconds);
       said_waiting = true;
     }
-    if (interrupted_by_) return std::nullopt;  // run() ends the job
+    // run() ends the job (a worker that finished while the others waited here: no round).
+    if (interrupted_by_ || !finished_by_.empty()) return std::nullopt;
     const bool hosts_may_come = !options_.host_discovery_script.empty() || options_.blacklist_cooldown;
     if (Clock::now() >= give_up || !hosts_may_come)
       return end_job(1, "only " + std::to_string(can_have) + " worker slots are usable, fewer than " + min_flag +
@@ -409,14 +411,10 @@ int ElasticJob::run() {
       return end_job(1, std::to_string(failures_in_round_) + " worker(s) of round " + std::to_string(round_) +
                             " failed before it finished");
     }
-    if (!finished_by_.empty()) {
-      // Bounded: the round's other workers finish too, or, waiting for a round that will
-      // not come, are told to leave.
-      finishing_since_ = finishing_since_.value_or(Clock::now());
-      if (Clock::now() < *finishing_since_ + elastic_timeout) continue;
-      return end_job(1, "the job finished (" + finished_by_ + "), but not every worker of the round ended within "
-                            "--elastic-timeout");
-    }
+    // As horovodrun, kolorun waits for the round's other workers however long their own
+    // code runs (a final evaluation on rank 0, say); a worker that asks for a next round
+    // is told to leave at once.
+    if (!finished_by_.empty()) continue;
     try {
       discover(false);
     } catch (const Error& e) {

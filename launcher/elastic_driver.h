@@ -17,8 +17,9 @@
 //
 // Once a worker of the round exits 0, the program has finished, as horovodrun's driver
 // takes it: no other round forms, workers that ask for one are told to leave, and the job
-// ends when the round's workers have (status 0, or 1 if one of them failed); otherwise it
-// ends with a line that says why it cannot go on.
+// ends when the round's other workers have ended, however long their own code runs (status
+// 0, or 1 if one of them failed); otherwise it ends with a line that says why it cannot go
+// on.
 #pragma once
 
 #include <string>

@@ -61,24 +61,38 @@ print(baseline.stdout)
 check(baseline.returncode == 0, 'the undisturbed elastic run succeeds')
 reference = test_accuracy(baseline.stdout)
 
-job = subprocess.Popen([args.kolorun, *FLAGS, args.exe, *TRAIN], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True)
-lines, killed = [], None
-deadline = time.monotonic() + 600
-for line in job.stdout:
-    lines.append(line)
-    print(line, end='', flush=True)
-    if killed is None and 'epoch 1/3' in line:
-        victims = children_on(job.pid, '127.0.0.1')
-        check(len(victims) == 1, f'one worker of kolorun on 127.0.0.1 (found {victims})')
-        killed = victims[0]
-        os.kill(killed, signal.SIGKILL)
-    if time.monotonic() > deadline:
-        job.kill()
-        break
-code = job.wait(timeout=60)
-output = ''.join(lines)
-check(killed is not None and code == 0, f'the job with a killed worker succeeds (exit {code})')
+
+def run_acting_after_epoch_1(flags, action):
+    """Runs the job with `flags`, echoing its lines; calls action() once, when the first epoch's
+    line appears. Bounded: 600 s. Returns kolorun's exit code and output."""
+    job = subprocess.Popen([args.kolorun, *flags, args.exe, *TRAIN], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    lines, acted = [], False
+    deadline = time.monotonic() + 600
+    for line in job.stdout:
+        lines.append(line)
+        print(line, end='', flush=True)
+        if not acted and 'epoch 1/3' in line:
+            action(job)
+            acted = True
+        if time.monotonic() > deadline:
+            job.kill()
+            break
+    return job.wait(timeout=60), ''.join(lines)
+
+
+killed = []
+
+
+def kill_worker_on_127(job):
+    victims = children_on(job.pid, '127.0.0.1')
+    check(len(victims) == 1, f'one worker of kolorun on 127.0.0.1 (found {victims})')
+    os.kill(victims[0], signal.SIGKILL)
+    killed.append(victims[0])
+
+
+code, output = run_acting_after_epoch_1(FLAGS, kill_worker_on_127)
+check(killed and code == 0, f'the job with a killed worker succeeds (exit {code})')
 check('round 2: 1 workers (the job re-formed)' in output, 'kolorun re-forms the job with the worker left')
 check(len(re.findall(r'training on \d ranks', output)) == 2 and 'training on 1 ranks from epoch 2' in output,
       'the survivor went on from the last commit (epoch 2) without a restart')
@@ -92,26 +106,18 @@ work = tempfile.mkdtemp(prefix='kolo-mnist-elastic-')
 hosts_file = os.path.join(work, 'hosts')
 with open(hosts_file, 'w') as f:
     f.write('localhost:1\n127.0.0.1:1\n')
-job = subprocess.Popen([args.kolorun, '--min-np', '1', '--max-np', '2', '-np', '2', '--host-discovery-script',
-                        f'cat {hosts_file}', args.exe, *TRAIN], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True)
-lines, removed = [], False
-deadline = time.monotonic() + 600
-for line in job.stdout:
-    lines.append(line)
-    print(line, end='', flush=True)
-    if not removed and 'epoch 1/3' in line:
-        with open(hosts_file + '.new', 'w') as f:
-            f.write('localhost:1\n')
-        os.replace(hosts_file + '.new', hosts_file)
-        removed = True
-    if time.monotonic() > deadline:
-        job.kill()
-        break
-code = job.wait(timeout=60)
+
+
+def remove_127(job):
+    with open(hosts_file + '.new', 'w') as f:
+        f.write('localhost:1\n')
+    os.replace(hosts_file + '.new', hosts_file)
+
+
+code, output = run_acting_after_epoch_1(
+    ['--min-np', '1', '--max-np', '2', '-np', '2', '--host-discovery-script', f'cat {hosts_file}'], remove_127)
 shutil.rmtree(work)
-output = ''.join(lines)
-check(removed and code == 0, f'the job whose host was removed succeeds (exit {code})')
+check(code == 0, f'the job whose host was removed succeeds (exit {code})')
 check('this worker leaves the job' in output and 'error' not in output,
       'the worker on the removed host leaves without an error')
 check('round 2: 1 workers (the job re-formed)' in output, 'kolorun re-forms the job with the worker left')

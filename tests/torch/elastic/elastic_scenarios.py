@@ -27,7 +27,8 @@ kolorun's lines and the workers' logs (elastic_train.py):
             down as it exits) takes its host out and the others go on, also when it fails
             in a process set; every worker raising, or every host blacklisted, ends the job
             at once with kolorun's reason; and, as horovodrun's driver, a worker whose
-            program finishes first ends the job (status 0), the others told to leave;
+            program finishes first ends the job (status 0), the others told to leave, and
+            kolorun waits for a rank 0 that saves alone after the others have ended;
   cut       on the namespace hosts of tools/cluster (--netns STATE): node1's link taken down
             mid-epoch; its workers are dropped within --elastic-timeout (their processes
             ended through the remote agent's process group), node0's worker goes on;
@@ -345,6 +346,9 @@ def scenario_horovod_failures(args, work):
     check(done.returncode == 0 and 'the job has finished: worker 1 (on localhost) of round 1 exited 0' in done.stdout
           and 'round 2' not in done.stdout and time.monotonic() - start < 60,
           'a worker that finishes first ends the job: the others are told to leave, no round 2')
+    done, _ = run_epoch_log(args, work, [*hosts, '--elastic-timeout', '1'], ['--final-seconds', '3'])
+    check(done.returncode == 0 and 'rank 0: final save done' in done.stdout,
+          'the others ended, rank 0 saves alone for longer than --elastic-timeout: kolorun waits for it')
     for fail_at, why in [('1:0,1,2,3', 'every worker of round 1 failed; ending the job'),
                          ('1:0,2', 'every host of round 1 is blacklisted for good; ending the job')]:
         start = time.monotonic()

@@ -10,7 +10,8 @@ leans on what such a script reads from Horovod:
 
 --fail-at EPOCH:START_RANKS makes the workers that started with those ranks raise at that
 epoch's first batch (a program that fails: it shuts kolo down as it exits); --finish-first
-START_RANK makes that worker's program end after the first epoch; --set-op sums over a
+START_RANK makes that worker's program end after the first epoch; --final-seconds keeps rank
+0 working alone after training (a final save); --set-op sums over a
 process set of the even ranks every batch (made again in each round; needs
 KOLO_DYNAMIC_PROCESS_SETS=1)."""
 import argparse
@@ -31,6 +32,8 @@ parser.add_argument('--hosts-change-after', type=int, nargs='*', default=[],
 parser.add_argument('--fail-at', default='', help='EPOCH:R1,R2: the workers started as ranks R1, R2 raise')
 parser.add_argument('--finish-first', type=int, default=-1, help='the worker started as this rank ends after epoch 0')
 parser.add_argument('--set-op', action='store_true', help='a sum over a set of the even ranks every batch')
+parser.add_argument('--final-seconds', type=float, default=0,
+                    help='after training, rank 0 alone works this long (a final save) while the others have ended')
 args = parser.parse_args()
 
 hvd.init()
@@ -85,3 +88,6 @@ def on_reset():
 state = hvd.elastic.TorchState(model, optimizer, epoch=0, batch=0, rounds=0)
 state.register_reset_callbacks([on_reset])
 train(state)
+if hvd.rank() == 0 and args.final_seconds:
+    time.sleep(args.final_seconds)
+    print('rank 0: final save done', flush=True)
