@@ -299,9 +299,8 @@ std::pair<std::vector<ElasticJob::Worker*>, std::vector<std::pair<std::string, i
 }
 
 std::optional<int> ElasticJob::form_round() {
-  // As Horovod's driver: a program that failed on every worker fails the job, whatever
-  // hosts may come.
-  // (A round has at least --min-np >= 1 workers.)
+  // As horovodrun's driver: a program that failed on every worker of a round (which has at
+  // least one), or on every host, fails the job, whatever hosts may come.
   if (round_ >= 1 && failures_in_round_ == size_)
     return end_job(1, "every worker of round " + std::to_string(round_) + " failed");
   if (round_ >= 1 && std::all_of(round_hosts_.begin(), round_hosts_.end(),
