@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -147,6 +148,7 @@ class ElasticJob final : public rendezvous::Membership {
   std::vector<HostSlots> hosts_;
   std::map<std::string, std::optional<Clock::time_point>> blacklist_;  // nullopt: for good
   std::set<std::string> back_after_cooldown_;
+  std::map<std::string, int> times_blacklisted_;  // per host, for the cooldown's backoff
   Clock::time_point next_discovery_ = Clock::now();
   std::optional<Clock::time_point> reset_began_;
   int resets_ = 0;
@@ -160,8 +162,11 @@ void ElasticJob::blacklist(const std::string& host, const std::string& why) {
   std::optional<Clock::time_point> until;
   std::string how_long = "for the rest of the job";
   if (options_.blacklist_cooldown) {
-    std::uniform_real_distribution<double> seconds(options_.blacklist_cooldown->first, options_.blacklist_cooldown->second);
-    const double s = seconds(random_);
+    auto it = blacklist_.find(host);
+    if (it != blacklist_.end() && it->second && Clock::now() < *it->second) return;  // in its cooldown already
+    const auto [low, high] = *options_.blacklist_cooldown;
+    const double s =
+        cooldown_seconds(low, high, ++times_blacklisted_[host], std::uniform_real_distribution<double>(0, 1)(random_));
     until = after(s);
     char text[64];
     std::snprintf(text, sizeof text, "for %.1f s", s);
@@ -442,6 +447,10 @@ int ElasticJob::run() {
 }
 
 }  // namespace
+
+double cooldown_seconds(double low, double high, int n, double fraction) {
+  return std::clamp(std::ldexp(low, std::min(n, 30)) + fraction * low, low, high);
+}
 
 std::vector<HostSlots> parse_discovered_hosts(const std::string& text, int default_slots) {
   std::vector<HostSlots> hosts;

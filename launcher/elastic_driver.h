@@ -36,6 +36,11 @@ namespace kolo::launcher {
 // (InvalidArgument) naming the bad line.
 std::vector<HostSlots> parse_discovered_hosts(const std::string& text, int default_slots);
 
+// horovodrun's blacklist cooldown (--blacklist-cooldown-range MIN MAX) for a host's n-th
+// failure (n >= 1): MIN * 2^n plus `fraction` (drawn from [0, 1)) of MIN seconds, within
+// [MIN, MAX]: the first lasts 2-3 MIN, each next about twice as long.
+double cooldown_seconds(double low, double high, int n, double fraction);
+
 int run_elastic_job(const LaunchOptions& options, const std::vector<HostSlots>& hosts, const LaunchContext& context);
 
 }  // namespace kolo::launcher

@@ -261,7 +261,8 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
       ->check(CLI::NonNegativeNumber);
   std::string cooldown_range;
   app.add_option("--blacklist-cooldown-range", cooldown_range,
-                 "elastic: MIN MAX seconds a failed host stays out (a random time between); default: for good");
+                 "elastic: MIN MAX: a failed host stays out MIN * 2^n (its n-th failure) plus a random "
+                 "fraction of MIN seconds, within [MIN, MAX], as horovodrun; default: for good");
   auto* output_dir = app.add_option("--output-filename", o.output_filename,
                                     "directory for per-rank logs: DIR/rank.N/stdout and DIR/rank.N/stderr");
   std::string mpi_args;

@@ -44,7 +44,8 @@ class Run:
 
 
 def run(args, script, work, discovery_schedule=None, exit_schedule=None, exit_mode='exception', num_proc=2,
-        min_num_proc=2, max_num_proc=4, hosts=None, reset_limit=None, epochs=None):
+        min_num_proc=2, max_num_proc=4, hosts=None, reset_limit=None, cooldown_range=None, epoch_wait=None,
+        epochs=None):
     """elastic_common.py's _run, with kolorun in place of horovodrun."""
     logfile = os.path.join(work, f'log-{time.monotonic_ns()}.txt')
     command = [args.kolorun, '-np', str(num_proc), '--min-np', str(min_num_proc)]
@@ -58,9 +59,13 @@ def run(args, script, work, discovery_schedule=None, exit_schedule=None, exit_mo
         command += ['--host-discovery-script', discovery, '--max-np', str(max_num_proc)]
     if reset_limit is not None:
         command += ['--reset-limit', str(reset_limit)]
+    if cooldown_range is not None:
+        command += ['--blacklist-cooldown-range', str(cooldown_range[0]), str(cooldown_range[1])]
     command += ['/usr/bin/python3', script, '--logfile', logfile]
     if discovery_schedule:
         command += ['--discovery-schedule', json.dumps(discovery_schedule)]
+    if epoch_wait:
+        command += ['--epoch-wait', json.dumps(epoch_wait)]
     if epochs:
         command += ['--epochs', json.dumps(epochs)]
     if exit_schedule:
@@ -154,8 +159,22 @@ def reset_limit(args, script, work):
     succeeded(r)
 
 
+def resurrecting_blacklisted_hosts_exponential_backoff(args, script, work):
+    """Start rank 3 fails at epoch 1: its host is out for its cooldown (horovodrun's backoff:
+    2-3 x MIN, within [MIN, MAX] = 2 s here), longer than the remaining epochs take."""
+    r = run(args, script, work, [(None, ['localhost:2', '127.0.0.1:2'])],
+            exit_schedule={str((1, 0)): [3], str((3, 0)): [3]}, exit_mode='exception', epoch_wait=0.25, epochs=5,
+            cooldown_range=[1, 2])
+    succeeded(r, epochs=5)
+    check_round(r, 0, 0, 4, rendezvous=1)
+    check_round(r, 1, 0, 2, rendezvous=2)
+    check_round(r, 2, 0, 2, rendezvous=2)
+    check_round(r, 4, 0, 2, rendezvous=2)
+
+
 CASES = {f.__name__: f for f in [hosts_added_and_removed, single_rank_failure, fault_tolerance_without_scaling,
-                                  all_ranks_failure, all_hosts_blacklisted, reset_limit]}
+                                  all_ranks_failure, all_hosts_blacklisted, reset_limit,
+                                  resurrecting_blacklisted_hosts_exponential_backoff]}
 
 
 def main():
