@@ -44,11 +44,13 @@ def run(func):
     """Runs `func(state, ...)` until it returns, across lost workers and host changes:
     state.sync() first; on a failed collective (KoloError, Horovod's HorovodInternalError,
     with code "CommFailure": a lost worker; "Stalled": one stuck in its own code; "Aborted":
-    one whose program failed, and shut kolo down as it exited) state.restore(), then a
-    reset; on HostsUpdatedInterrupt (raised by state.commit() on every rank at once) a reset. A reset
-    re-forms kolo with the job's workers of the next round (shutdown(), init()), calls the
-    state's reset callbacks, and syncs the state from the new rank 0, the longest-serving
-    worker. Outside an elastic job, func runs once and errors propagate."""
+    one whose program ended or failed, and shut kolo down as it exited) state.restore(),
+    then a reset; on HostsUpdatedInterrupt (raised by state.commit() on every rank at once)
+    a reset. A reset re-forms kolo with the job's workers of the next round (shutdown(),
+    init()), calls the state's reset callbacks, and syncs the state from the new rank 0, the
+    longest-serving worker; a worker that kolorun tells to leave (its host removed, or the
+    job finished) exits with 0. Outside an elastic job, func runs once and errors
+    propagate."""
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         reset_required = False
@@ -62,7 +64,7 @@ def run(func):
             except KoloError as e:
                 lost_worker = e.code == 'CommFailure'
                 # Stalled: a worker stuck in its own code (not a loader's timeout); Aborted:
-                # one that left the round (its program failed and shut kolo down as it exited).
+                # one that left the round (its program ended or failed, shutting kolo down).
                 stopped_by_others = e.code in ('Stalled', 'Aborted') and _C.stopped_by_other_ranks()
                 if not (lost_worker or stopped_by_others) or not _C.is_elastic():
                     raise
