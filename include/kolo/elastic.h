@@ -85,8 +85,8 @@ auto run(State& state, Train&& train) -> decltype(train()) {
       reset();
       state.on_reset();
     }
-    state.sync();
     try {
+      state.sync();  // inside: a worker lost while the state is synced is lost as any other
       return train();
     } catch (const Error& e) {
       const bool lost_worker = e.code() == StatusCode::CommFailure;

@@ -28,7 +28,8 @@ kolorun's lines and the workers' logs (elastic_train.py):
             in a process set; every worker raising, or every host blacklisted, ends the job
             at once with kolorun's reason; and, as horovodrun's driver, a worker whose
             program finishes first ends the job (status 0), the others told to leave, and
-            kolorun waits for a rank 0 that saves alone after the others have ended;
+            kolorun waits for a rank 0 that saves alone after the others have ended; a
+            worker lost while the state is synced after a reset makes the others reset again;
   cut       on the namespace hosts of tools/cluster (--netns STATE): node1's link taken down
             mid-epoch; its workers are dropped within --elastic-timeout (their processes
             ended through the remote agent's process group), node0's worker goes on;
@@ -42,6 +43,7 @@ import collections
 import glob
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -346,6 +348,16 @@ def scenario_horovod_failures(args, work):
     check(done.returncode == 0 and 'the job has finished: worker 1 (on localhost) of round 1 exited 0' in done.stdout
           and 'round 2' not in done.stdout and time.monotonic() - start < 60,
           'a worker that finishes first ends the job: the others are told to leave, no round 2')
+    # A second worker lost during the reset after the first failure, as the state is synced
+    # (three hosts, so that a host survives: the machine's own name is the third, which
+    # kolorun also starts here): the other resets again.
+    third = socket.gethostname()
+    if third not in ('localhost', '127.0.0.1'):
+        done, epochs = run_epoch_log(args, work, ['-np', '3', '--min-np', '1', '-H', f'localhost,127.0.0.1,{third}'],
+                                     ['--fail-at', '1:0', '--die-in-reset', '2'])
+        check(done.returncode == 0 and 'round 3: 1 workers (the job re-formed)' in done.stdout,
+              'a worker lost while the state is synced: the other resets again, and the job succeeds')
+        check_epochs(epochs, [(0, 3, 'localhost', 1), (1, 1, '127.0.0.1', 2), (1, 1, '127.0.0.1', 2)])
     done, _ = run_epoch_log(args, work, [*hosts, '--elastic-timeout', '1'], ['--final-seconds', '3'])
     check(done.returncode == 0 and 'rank 0: final save done' in done.stdout,
           'the others ended, rank 0 saves alone for longer than --elastic-timeout: kolorun waits for it')

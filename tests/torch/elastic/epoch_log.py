@@ -11,12 +11,14 @@ leans on what such a script reads from Horovod:
 --fail-at EPOCH:START_RANKS makes the workers that started with those ranks raise at that
 epoch's first batch (a program that fails: it shuts kolo down as it exits); --finish-first
 START_RANK makes that worker's program end after the first epoch; --final-seconds keeps rank
-0 working alone after training (a final save); --set-op sums over a
+0 working alone after training (a final save); --die-in-reset START_RANK kills that worker
+in its first reset, as the others sync the state; --set-op sums over a
 process set of the even ranks every batch (made again in each round; needs
 KOLO_DYNAMIC_PROCESS_SETS=1)."""
 import argparse
 import json
 import os
+import signal
 import time
 
 import torch
@@ -32,6 +34,8 @@ parser.add_argument('--hosts-change-after', type=int, nargs='*', default=[],
 parser.add_argument('--fail-at', default='', help='EPOCH:R1,R2: the workers started as ranks R1, R2 raise')
 parser.add_argument('--finish-first', type=int, default=-1, help='the worker started as this rank ends after epoch 0')
 parser.add_argument('--set-op', action='store_true', help='a sum over a set of the even ranks every batch')
+parser.add_argument('--die-in-reset', type=int, default=-1,
+                    help='the worker started as this rank is SIGKILLed in its first reset, before the state is synced')
 parser.add_argument('--final-seconds', type=float, default=0,
                     help='after training, rank 0 alone works this long (a final save) while the others have ended')
 args = parser.parse_args()
@@ -81,6 +85,8 @@ def train(state):
 
 
 def on_reset():
+    if start_rank == args.die_in_reset:
+        os.kill(os.getpid(), signal.SIGKILL)  # the others are about to sync the state with it
     for group in optimizer.param_groups:
         group['lr'] = 0.01 * hvd.size()
 

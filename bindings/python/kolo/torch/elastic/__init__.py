@@ -58,8 +58,8 @@ def run(func):
             if reset_required:
                 _reset()
                 state.on_reset()
-            state.sync()
             try:
+                state.sync()  # inside: a worker lost while the state is synced is lost as any other
                 return func(state, *args, **kwargs)
             except KoloError as e:
                 lost_worker = e.code == 'CommFailure'
