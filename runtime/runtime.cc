@@ -206,10 +206,11 @@ void Runtime::loop() {
   // before the handles fail: a program that sees the error and exits at once must find the
   // runtime failed (its exit then ends the job), not still running.
   if (!agreed) watchdog_->failed(exit_status);
-  if (agreed && !shutdown_requested_ && !stopped_by_stall_) stopped_by_peer_shutdown_ = true;
+  const bool stopped_by_others = agreed && !shutdown_requested_;  // a stall, or a peer's shutdown
+  if (stopped_by_others && !stopped_by_stall_) stopped_by_peer_shutdown_ = true;
   timeline_.flush_if_written();  // a rank that never comes back may end by _Exit
   fail_everything(exit_status);
-  if (agreed && !shutdown_requested_ && role_.on_stopped_by_others) role_.on_stopped_by_others(exit_status);
+  if (stopped_by_others && role_.on_stopped_by_others) role_.on_stopped_by_others(exit_status);
 }
 
 void Runtime::fail_everything(const Status& status) {
@@ -513,7 +514,7 @@ void Runtime::run(const std::vector<Response>& responses,
         stopped_by_stall_ = Status(StatusCode::Stalled, std::string("kolo has shut down ") +
                                                             (where_.empty() ? "on every rank" : "in this process set") +
                                                             " after a stall: " + stall_reason(r.error_message));
-        stopped_by_stall_flag_ = true;
+        stalled_ = true;
         if (role_.on_stall) role_.on_stall();
       }
     } else if (r.type != OpType::Allreduce && entries[i][0] == nullptr) {

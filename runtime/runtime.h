@@ -104,7 +104,7 @@ class Runtime {
   // Why this runtime stopped on every rank without this rank's shutdown(): a stall, or
   // another rank's shutdown (its program ended, or failed and exited). Set before the
   // operations that did not run fail, so a caller that saw one fail can ask.
-  bool stopped_by_stall() const { return stopped_by_stall_flag_.load(); }
+  bool stopped_by_stall() const { return stalled_.load(); }
   bool stopped_by_peer_shutdown() const { return stopped_by_peer_shutdown_.load(); }
 
   // Whether this runtime has failed in a way that ends the job (watchdog.h), and, after
@@ -160,7 +160,7 @@ class Runtime {
   std::mutex shutdown_mutex_;
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> stop_after_global_stall_{false};
-  std::atomic<bool> stopped_by_stall_flag_{false};  // stopped_by_stall_ is set
+  std::atomic<bool> stalled_{false};  // stopped_by_stall_ is set
   std::atomic<bool> stopped_by_peer_shutdown_{false};
   bool communication_failed_ = false;  // written by the thread before it ends, read after join
   std::mutex join_mutex_;  // guards join_handle_
