@@ -378,6 +378,7 @@ std::string seconds_of(std::chrono::milliseconds bound) {
 std::mutex g_deadline_mutex;
 bool g_deadline_armed = false;               // from start() to shutdown(): a late call starts nothing
 std::optional<ExitTimer> g_finalize_deadline;  // running once kolo has stopped without this rank's shutdown()
+std::string g_stall_reason;  // a stall's, once one has shut kolo down: MPI_Finalize's bound names it
 
 void start_finalize_deadline(std::chrono::milliseconds bound, const std::string& why) {
   std::lock_guard<std::mutex> lock(g_deadline_mutex);
@@ -387,6 +388,10 @@ void start_finalize_deadline(std::chrono::milliseconds bound, const std::string&
 
 void start_deadline_after_stop(const Status& why, std::chrono::milliseconds control_timeout, bool finalises_mpi) {
   const bool stall = why.code() == StatusCode::Stalled;
+  if (stall) {
+    std::lock_guard<std::mutex> lock(g_deadline_mutex);
+    g_stall_reason = why.message();
+  }
   if (!stall && !finalises_mpi) return;
   const std::chrono::milliseconds bound = 2 * control_timeout;
   start_finalize_deadline(bound, std::string(stall ? "kolo: a stall shut kolo down on every rank "
@@ -412,6 +417,7 @@ void start(std::unique_ptr<Transport> transport, const Config& config,
   {
     std::lock_guard<std::mutex> lock(g_deadline_mutex);
     g_deadline_armed = true;
+    g_stall_reason.clear();
   }
   const std::chrono::milliseconds finalize_bound = config.control_timeout();
   const bool finalises_mpi = g_kolo_initialised_mpi;
@@ -520,11 +526,18 @@ namespace {
 // program's own teardown, say) would hold this one in it for ever, with no watchdog left.
 // It gets `bound` (the control timeout); then this rank ends the job with the watchdog's
 // exit code. (MPI_Abort may not be called once MPI_Finalize has begun: the process exits,
-// and mpirun, or kolorun, ends the others.)
-void finalize_within(std::chrono::milliseconds bound) {
-  ExitTimer timer(bound, "kolo: MPI_Finalize waited " + seconds_of(bound) +
-                             " (KOLO_CONTROL_TIMEOUT_SECONDS) for ranks that left kolo's shutdown round but never "
-                             "finalised MPI (hung after kolo::shutdown()?)");
+// and mpirun, or kolorun, ends the others.) After a stall the likely late rank is one the
+// stall left in the program's own code, which never reaches kolo::shutdown(): the line
+// says so, with the stall's reason (`stall_reason`; empty: no stall).
+void finalize_within(std::chrono::milliseconds bound, const std::string& stall_reason) {
+  const std::string waited_for =
+      stall_reason.empty()
+          ? "ranks that left kolo's shutdown round but never finalised MPI (hung after kolo::shutdown()?)"
+          : "ranks that never finalised MPI: " + stall_reason +
+                " (a rank that skipped the tensor may still be in the program's own code, never reaching "
+                "kolo::shutdown())";
+  ExitTimer timer(bound, "kolo: MPI_Finalize waited " + seconds_of(bound) + " (KOLO_CONTROL_TIMEOUT_SECONDS) for " +
+                             waited_for);
   const int code = MPI_Finalize();
   timer.cancel();
   // Only the code: no MPI call (MPI_Error_string) is allowed after MPI_Finalize.
@@ -547,7 +560,12 @@ void shutdown() {
   wait_for_last_reference(s);
   s.reset();  // frees the communicators
   if (g_owns_mpi) {
-    finalize_within(finalize_bound);
+    std::string stall_reason;
+    {
+      std::lock_guard<std::mutex> lock(g_deadline_mutex);
+      stall_reason = g_stall_reason;
+    }
+    finalize_within(finalize_bound, stall_reason);
     g_owns_mpi = g_kolo_initialised_mpi = false;
   }
 }

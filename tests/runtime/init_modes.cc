@@ -524,6 +524,28 @@ int hang_after_shutdown() {
   return 1;
 }
 
+// A stall caught rank 1 in its own code: it skips an allreduce that rank 0 waits in, and
+// never calls kolo::shutdown(). The stall fails rank 0's operation and shuts kolo down on
+// both ranks; rank 0's shutdown() then waits in MPI_Finalize for rank 1, and ends the job
+// after KOLO_CONTROL_TIMEOUT_SECONDS with a line that names the stall (set short by CTest).
+int stall_then_hang() {
+  kolo::init();
+  g_rank = kolo::rank();
+  std::vector<float> v(4, 1.0f);
+  if (g_rank == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(300));  // far past the test's timeout
+    return 1;
+  }
+  const kolo::Status s = kolo::allreduce_async("stalled/op", kolo::view(v), {kolo::ReduceOp::Sum})
+                             .wait_for(std::chrono::seconds(60));
+  EXPECT(s.code() == kolo::StatusCode::Stalled);
+  std::printf("rank 0: %s; shutting down while rank 1 is in its own code\n", s.message().c_str());
+  std::fflush(stdout);
+  kolo::shutdown();  // ends the process after the bound
+  std::printf("rank 0: shutdown() returned although rank 1 never finalised\n");
+  return 1;
+}
+
 int config_error(const char* variable) {
   try {
     kolo::init();
@@ -666,6 +688,7 @@ int main(int argc, char** argv) {
     else if (mode == "autotune") failures = autotune();
     else if (mode == "hung-rank") failures = hung_rank(argc, argv);
     else if (mode == "hang-after-shutdown") failures = hang_after_shutdown();
+    else if (mode == "stall-then-hang") failures = stall_then_hang();
     else if (mode == "null-comm") failures = null_comm(argc, argv);
     else if (mode == "bad-timeline") failures = bad_timeline(argc, argv);
     else if (mode == "c-api-wait-output-misuse") failures = c_api_wait_output_misuse();
@@ -674,7 +697,7 @@ int main(int argc, char** argv) {
     else if (mode == "silenced-setting" && argc > 2) failures = silenced_setting(argv[2]);
     else {
       std::fprintf(stderr, "usage: %s kolo-owns|program-owns|low-thread-level|subcomm|topology|"
-                           "shutdown-aborts|c-api|c-api-process-sets|autotune|hung-rank|hang-after-shutdown|null-comm|bad-timeline|c-api-wait-output-misuse|"
+                           "shutdown-aborts|c-api|c-api-process-sets|autotune|hung-rank|hang-after-shutdown|stall-then-hang|null-comm|bad-timeline|c-api-wait-output-misuse|"
                            "config-error VARIABLE|ignored-setting VARIABLE|silenced-setting VARIABLE\n", argv[0]);
       return 2;
     }
