@@ -30,7 +30,7 @@ void reap_if_exited(BoundedRun& run) {
   int status = 0;
   if (::waitpid(run.process.pid, &status, WNOHANG) != run.process.pid) return;
   run.exited = true;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.ended = ProcessExit::of_wait_status(status);
 }
 
 bool finished(const BoundedRun& run) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "process_exit.h"
 #include "spawn_launcher.h"
 
 namespace kolo::launcher {
@@ -17,7 +18,7 @@ struct BoundedRun {
   SpawnedLauncher process;
   std::string out, err;
   bool exited = false;
-  int exit_code = -1;       // 128 + signal when killed by one; -1: still running at the bound
+  ProcessExit ended;        // once exited
   std::string spawn_error;  // it could not be started (process.pid < 0)
 };
 

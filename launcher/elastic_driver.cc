@@ -45,8 +45,8 @@ std::string run_discovery(const std::string& script, const Environment& env) {
   KOLO_CHECK(run.exited, StatusCode::IoError,
              "kolorun: --host-discovery-script '" + script + "' did not finish within " +
                  std::to_string(kDiscoveryBound.count()) + " s");
-  KOLO_CHECK(run.exit_code == 0, StatusCode::IoError,
-             "kolorun: --host-discovery-script '" + script + "' failed (" + how_it_ended(run.exit_code) + ")" +
+  KOLO_CHECK(run.ended.code == 0, StatusCode::IoError,
+             "kolorun: --host-discovery-script '" + script + "' failed (" + run.ended.describe() + ")" +
                  (run.err.empty() ? "" : ": " + run.err.substr(0, run.err.find('\n'))));
   return run.out;
 }
@@ -233,24 +233,24 @@ void ElasticJob::pump() {
   // Exits: a worker of the round that failed starts a reset without it.
   for (size_t i = 0; i < workers_.size(); ++i) {
     Worker& w = workers_[i];
-    const std::optional<int> code = pool_.exit_code(w.process);
-    if (!code || w.accounted) continue;
+    const std::optional<ProcessExit>& ended = pool_.ended(w.process);
+    if (!ended || w.accounted) continue;
     w.accounted = true;
     bool failed_in_round = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       w.alive = false;
       const bool in_round = w.rank >= 0 && w.gone_why.empty() && !ending_;
-      failed_in_round = in_round && *code != 0;
+      failed_in_round = in_round && ended->code != 0;
       if (failed_in_round) w.rank = -1;
-      if (in_round && *code == 0 && finished_by_.empty())
+      if (in_round && ended->code == 0 && finished_by_.empty())
         finished_by_ = "worker " + std::to_string(i) + " (on " + w.host + ") of round " + std::to_string(round_) +
                        " exited 0";
     }
     if (!failed_in_round) continue;
     ++failures_in_round_;
-    std::fputs(describe_worker_failure(int(i), w.host, *code, output_).c_str(), stderr);
-    blacklist(w.host, "its worker " + how_it_ended(*code));
+    std::fputs(describe_worker_failure(int(i), w.host, *ended, output_).c_str(), stderr);
+    blacklist(w.host, "its worker " + ended->describe());
     if (finished_by_.empty()) std::fprintf(stderr, "kolorun: the job goes on without it\n");
     reset_began_ = reset_began_.value_or(Clock::now());
   }

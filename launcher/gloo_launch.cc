@@ -49,11 +49,11 @@ class FixedMembership final : public rendezvous::Membership {
     return {rendezvous::Status::Ok, rendezvous::to_text({after_round + 1, it->second, size_})};
   }
   // Called from kolorun's loop, which reaps the workers; place() runs on the server's thread.
-  void worker_ended(const GlooWorker& w, int exit_code) {
+  void worker_ended(const GlooWorker& w, const ProcessExit& ended) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (ended_.empty())
       ended_ = "rank " + std::to_string(w.rank) + " (" + w.host + ":" + std::to_string(w.slot) + ") has " +
-               (exit_code == 0 ? "finished" : how_it_ended(exit_code));
+               (ended.code == 0 ? "finished" : ended.describe());
   }
 
  private:
@@ -163,8 +163,8 @@ std::vector<EnvVar> horovod_place_variables(const GlooWorker& worker, const std:
           {"HOROVOD_CROSS_SIZE", std::to_string(cross_size)}};
 }
 
-std::string describe_worker_failure(int rank, const std::string& host, int exit_code, const JobOutput& output) {
-  std::string report = "kolorun: rank " + std::to_string(rank) + " (on " + host + ") " + how_it_ended(exit_code) +
+std::string describe_worker_failure(int rank, const std::string& host, const ProcessExit& ended, const JobOutput& output) {
+  std::string report = "kolorun: rank " + std::to_string(rank) + " (on " + host + ") " + ended.describe() +
                        "; its last lines:\n";
   for (const std::string& line : output.tail(rank)) report += "  [" + std::to_string(rank) + "]" + line + "\n";
   return report;
@@ -257,7 +257,7 @@ int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hos
       kill_at = after(options.kill_grace_seconds);
     }
     for (size_t i = 0; i < pool.count(); ++i)
-      if (const std::optional<int> code = pool.exit_code(i)) membership.worker_ended(workers[i], *code);
+      if (const std::optional<ProcessExit>& ended = pool.ended(i)) membership.worker_ended(workers[i], *ended);
     for (size_t i = 0; i < pool.count() && !first_failure && !interrupted_by; ++i) {
       if (pool.exit_code(i).value_or(0) == 0) continue;
       first_failure = i;
@@ -275,9 +275,9 @@ int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hos
   }
   if (!first_failure) return 0;
   const GlooWorker& failed = workers[*first_failure];
-  const int code = *pool.exit_code(*first_failure);
-  std::fputs(describe_worker_failure(failed.rank, failed.host, code, output).c_str(), stderr);
-  return code;
+  const ProcessExit& ended = *pool.ended(*first_failure);
+  std::fputs(describe_worker_failure(failed.rank, failed.host, ended, output).c_str(), stderr);
+  return ended.code;
 }
 
 }  // namespace kolo::launcher

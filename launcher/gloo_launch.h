@@ -15,6 +15,7 @@
 #include "hosts.h"
 #include "job_output.h"
 #include "options.h"
+#include "process_exit.h"
 #include "rendezvous/protocol.h"
 
 namespace kolo::launcher {
@@ -61,7 +62,7 @@ bool starts_workers_with_srun(const LaunchOptions& options, const Environment& e
 std::vector<std::string> worker_argv(const GlooWorker& worker, const LaunchOptions& options,
                                      const std::vector<EnvVar>& variables, const LaunchContext& context);
 // - "kolorun: rank 1 (on node1) exited with code 3; its last lines:" and those lines.
-std::string describe_worker_failure(int rank, const std::string& host, int exit_code, const JobOutput& output);
+std::string describe_worker_failure(int rank, const std::string& host, const ProcessExit& ended, const JobOutput& output);
 
 // Runs the job; returns kolorun's exit status (as main.cc's for mpirun).
 int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hosts, const LaunchContext& context);

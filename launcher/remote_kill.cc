@@ -149,7 +149,7 @@ std::vector<RemoteKillOutcome> kill_remote_processes(const std::vector<std::stri
       outcomes.push_back({run.name, false, {}, run.spawn_error});
       continue;
     }
-    outcomes.push_back(read_remote_kill_report(run.name, asked, run.out, run.err, run.exited ? run.exit_code : -1,
+    outcomes.push_back(read_remote_kill_report(run.name, asked, run.out, run.err, run.exited ? run.ended.code : -1,
                                                bound_seconds));
   }
   return outcomes;

@@ -24,23 +24,12 @@ void add_output(JobOutput& output, Stream stream, int label, std::string_view by
   if (!bytes.empty()) output.add(stream, {label, std::string(bytes), false});
 }
 
-int exit_status_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
 }  // namespace
-
-std::string how_it_ended(int code) {
-  if (code > 128) return std::string("was killed by SIG") + sigabbrev_np(code - 128);
-  return "exited with code " + std::to_string(code);
-}
 
 WorkerPool::~WorkerPool() {
   signal_all(SIGKILL);
   for (Worker& w : workers_) {
-    if (!w.exit_code) ::waitpid(w.process.pid, nullptr, 0);
+    if (!w.ended) ::waitpid(w.process.pid, nullptr, 0);
     for (int fd : {w.process.out_fd, w.process.err_fd})
       if (fd >= 0) ::close(fd);
   }
@@ -52,16 +41,16 @@ size_t WorkerPool::start(const std::vector<std::string>& argv, const Environment
 }
 
 bool WorkerPool::any_running() const {
-  return std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return !w.exit_code; });
+  return std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return !w.ended; });
 }
 
 bool WorkerPool::finished(size_t i) const {
   const Worker& w = workers_[i];
-  return w.exit_code && w.process.out_fd < 0 && w.process.err_fd < 0;
+  return w.ended && w.process.out_fd < 0 && w.process.err_fd < 0;
 }
 
 void WorkerPool::signal(size_t i, int sig) {
-  if (!workers_[i].exit_code) ::kill(-workers_[i].process.pid, sig);  // its own group: ours to end
+  if (!workers_[i].ended) ::kill(-workers_[i].process.pid, sig);  // its own group: ours to end
 }
 
 void WorkerPool::signal_all(int sig) {
@@ -96,7 +85,8 @@ std::vector<int> WorkerPool::pump(std::chrono::milliseconds wait) {
   output_.flush();
   for (Worker& w : workers_) {
     int status = 0;
-    if (!w.exit_code && ::waitpid(w.process.pid, &status, WNOHANG) == w.process.pid) w.exit_code = exit_status_of(status);
+    if (!w.ended && ::waitpid(w.process.pid, &status, WNOHANG) == w.process.pid)
+      w.ended = ProcessExit::of_wait_status(status);
   }
   std::vector<int> got;
   for (int sig : signals_.take())

@@ -11,6 +11,7 @@
 
 #include "environment.h"
 #include "job_output.h"
+#include "process_exit.h"
 #include "signal_pipe.h"
 #include "spawn_launcher.h"
 
@@ -32,9 +33,13 @@ class WorkerPool {
   size_t count() const { return workers_.size(); }
   int label(size_t worker) const { return workers_[worker].label; }
   pid_t pid(size_t worker) const { return workers_[worker].process.pid; }
-  // The exit status (128 + signal when killed); nullopt while it runs.
-  std::optional<int> exit_code(size_t worker) const { return workers_[worker].exit_code; }
-  bool running(size_t worker) const { return !workers_[worker].exit_code; }
+  // How it ended; nullopt while it runs.
+  const std::optional<ProcessExit>& ended(size_t worker) const { return workers_[worker].ended; }
+  // Its exit status (128 + signal when killed); nullopt while it runs.
+  std::optional<int> exit_code(size_t worker) const {
+    return ended(worker) ? std::optional<int>(ended(worker)->code) : std::nullopt;
+  }
+  bool running(size_t worker) const { return !workers_[worker].ended; }
   bool any_running() const;
   // True once its exit is collected and all its output read.
   bool finished(size_t worker) const;
@@ -46,14 +51,11 @@ class WorkerPool {
   struct Worker {
     SpawnedLauncher process;
     int label = 0;
-    std::optional<int> exit_code;
+    std::optional<ProcessExit> ended;
   };
   JobOutput& output_;
   SignalPipe signals_;
   std::vector<Worker> workers_;
 };
-
-// "exited with code 3", "was killed by SIGKILL".
-std::string how_it_ended(int exit_code);
 
 }  // namespace kolo::launcher

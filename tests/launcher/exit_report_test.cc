@@ -1,9 +1,13 @@
 #include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
+#include <string>
 
 #include "exit_report.h"
+#include "process_exit.h"
 
 using namespace kolo::launcher;
 using Catch::Matchers::Contains;
@@ -127,4 +131,19 @@ TEST_CASE("mpirun's lost daemon is reported with its host and the ranks that ran
         "kolorun: mpirun lost its daemon on node1 (rank 2 ran there): that host or its network link failed; mpirun "
         "exited with code 205\n");
   std::fclose(sink);
+}
+
+TEST_CASE("a child's exit: a code, or the signal that killed it, named where it has a name", "[exit]") {
+  CHECK(ProcessExit{3, 0}.describe() == "exited with code 3");
+  CHECK(ProcessExit{200, 0}.describe() == "exited with code 200");  // not a signal 72
+  CHECK(ProcessExit{128 + SIGKILL, SIGKILL}.describe() == "was killed by SIGKILL");
+  CHECK(ProcessExit{128 + SIGRTMIN + 1, SIGRTMIN + 1}.describe() ==
+        "was killed by signal " + std::to_string(SIGRTMIN + 1));
+  int status = 0;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(255);
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  const ProcessExit ended = ProcessExit::of_wait_status(status);
+  CHECK(ended.code == 255);
+  CHECK(ended.signal == 0);
 }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -220,6 +221,19 @@ TEST_CASE("a rank killed by a signal fails the job with 128 + signal", "[kolorun
   const Outcome r = run(kolorun({"-np", "2", RANK_PROGRAM, "kill", "1"}), test_environment());
   CHECK(r.exit_code == 128 + SIGKILL);
   CHECK_THAT(r.err, Contains("kolorun: rank 1 (on " + host_name() + ") was killed by signal 9"));
+}
+
+TEST_CASE("kolorun --gloo tells an exit code above 128 from a signal", "[kolorun][failure][gloo]") {
+  // Exit codes of 160 and more once made kolorun look up a signal name that does not exist.
+  for (const char* code : {"255", "200", "130"}) {
+    INFO("exit code " << code);
+    const Outcome r = run(kolorun({"--gloo", "-np", "2", RANK_PROGRAM, "exit", "1", code}), test_environment());
+    CHECK(r.exit_code == std::atoi(code));
+    CHECK_THAT(r.err, Contains("kolorun: rank 1 (on localhost) exited with code " + std::string(code)));
+  }
+  const Outcome r = run(kolorun({"--gloo", "-np", "2", RANK_PROGRAM, "kill", "1"}), test_environment());
+  CHECK(r.exit_code == 128 + SIGKILL);
+  CHECK_THAT(r.err, Contains("kolorun: rank 1 (on localhost) was killed by SIGKILL"));
 }
 
 TEST_CASE("SIGTERM, Ctrl-C and SIGHUP stop the job at once and leave no rank behind", "[kolorun][signals]") {

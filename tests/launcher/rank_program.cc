@@ -1,5 +1,6 @@
 // What the ranks run in the kolorun tests: a plain program (no MPI) that knows its rank
-// from Open MPI's environment and does one thing per mode:
+// from Open MPI's environment (or, under kolorun --gloo, Horovod's) and does one thing per
+// mode:
 //
 //   rank_program env          print "rank R: NAME=VALUE" for every KOLO_/HOROVOD_/NCCL_ variable
 //   rank_program exit R CODE  rank R says so on stderr and exits CODE; the others wait 3 s
@@ -24,6 +25,7 @@ namespace {
 
 int my_rank() {
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank == nullptr) rank = std::getenv("HOROVOD_RANK");
   return rank ? std::atoi(rank) : -1;
 }
 
