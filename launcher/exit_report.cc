@@ -15,19 +15,25 @@ std::optional<RankFailure> rank_failure_in_line(const std::string& line, const s
   static const std::regex srun_exit(R"(Exited with exit code (\d+))");
   std::smatch m;
   if (std::regex_search(line, m, process_name)) {
-    RankFailure failure{std::stoi(m[1]), "", std::nullopt, std::nullopt};
+    const std::optional<int> rank = int_of_digits(m[1]);
+    if (!rank) return std::nullopt;
+    RankFailure failure{*rank, "", std::nullopt, std::nullopt};
     std::smatch code;
-    if (next_line && std::regex_search(*next_line, code, exit_code))
-      failure.exit_code = std::stoi(code[1]);
+    if (next_line && std::regex_search(*next_line, code, exit_code)) failure.exit_code = int_of_digits(code[1]);
     return failure;
   }
-  if (std::regex_search(line, m, noticed))
-    return RankFailure{std::stoi(m[1]), m[2], std::nullopt, std::stoi(m[3])};
+  if (std::regex_search(line, m, noticed)) {
+    const std::optional<int> rank = int_of_digits(m[1]);
+    if (!rank) return std::nullopt;
+    return RankFailure{*rank, m[2], std::nullopt, int_of_digits(m[3])};
+  }
   if (std::regex_search(line, m, srun_error)) {
-    RankFailure failure{std::stoi(m[2]), m[1], std::nullopt, std::nullopt};
+    const std::optional<int> rank = int_of_digits(m[2]);
+    if (!rank) return std::nullopt;
+    RankFailure failure{*rank, m[1], std::nullopt, std::nullopt};
     const std::string how = m[3];
     std::smatch code;
-    if (std::regex_search(how, code, srun_exit)) failure.exit_code = std::stoi(code[1]);
+    if (std::regex_search(how, code, srun_exit)) failure.exit_code = int_of_digits(code[1]);
     for (int sig = 1; sig < NSIG && !failure.exit_code && !failure.signal; ++sig)
       if (const char* name = strsignal(sig); name && how == name) failure.signal = sig;
     return failure;

@@ -1,5 +1,6 @@
 #include "failure_signs.h"
 
+#include <charconv>
 #include <regex>
 
 #include "exit_report.h"
@@ -43,14 +44,24 @@ std::optional<KoloFatal> parse_kolo_fatal(std::string_view text) {
   const std::string line(text);
   std::smatch m;
   if (!std::regex_match(line, m, kolo_fatal())) return std::nullopt;
-  KoloFatal fatal{std::stoi(m[1]), m[2], {}, std::nullopt};
+  const std::optional<int> rank = int_of_digits(m[1]);
+  if (!rank) return std::nullopt;
+  KoloFatal fatal{*rank, m[2], {}, std::nullopt};
   fatal.roll_called = m[3].matched;
-  if (m[5].matched) fatal.exit_code = std::stoi(m[5]);
+  if (m[5].matched) fatal.exit_code = int_of_digits(m[5]);
   const std::string silent = m[4];
   static const std::regex number(R"(\d+)");
   for (auto it = std::sregex_iterator(silent.begin(), silent.end(), number); it != std::sregex_iterator(); ++it)
-    fatal.silent.push_back(std::stoi(it->str()));
+    if (const std::optional<int> r = int_of_digits(it->str())) fatal.silent.push_back(*r);
   return fatal;
+}
+
+std::optional<int> int_of_digits(const std::string& digits) {
+  int value = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [last, error] = std::from_chars(digits.data(), end, value);
+  if (error != std::errc() || last != end) return std::nullopt;
+  return value;
 }
 
 }  // namespace kolo::launcher

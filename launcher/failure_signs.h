@@ -41,4 +41,8 @@ struct KoloFatal {
 };
 std::optional<KoloFatal> parse_kolo_fatal(std::string_view text);
 
+// The digits a pattern matched (a leading '-' allowed), as an int; nullopt when there are
+// too many for one (the lines come from programs that may print anything).
+std::optional<int> int_of_digits(const std::string& digits);
+
 }  // namespace kolo::launcher

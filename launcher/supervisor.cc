@@ -103,13 +103,21 @@ class Watch {
     const std::optional<OutputPiece> line = output_.add(stream, piece);
     if (!line) return;  // a partial line: its failure sign, if any, is read once it is whole
     const FailureSign sign = failure_sign(line->text);
-    if (sign == FailureSign::None) return;
+    if (sign == FailureSign::None || !believed(sign, line->rank)) return;
     // kolo's line is the job's story unless the launcher had already named a rank that
     // died: the ranks kolo found silent are then that rank's consequence.
-    if (sign == FailureSign::KoloFatal && line->rank != kLauncherItself && !end_.kolo_fatal && !rank_named_)
+    if (sign == FailureSign::KoloFatal && !end_.kolo_fatal && !rank_named_)
       end_.kolo_fatal = parse_kolo_fatal(line->text);
     if (sign == FailureSign::RankFailed) rank_named_ = true;
     on_failure();
+  }
+
+  // A rank's program may print anything, an Open MPI message included (a test harness
+  // echoing a sub-job's log): a rank's line counts only where the sign really comes from a
+  // rank, kolo's own line, and MPI_ABORT's notice under srun (mpirun prints it itself).
+  bool believed(FailureSign sign, int rank) const {
+    if (rank == kLauncherItself) return sign != FailureSign::KoloFatal;
+    return sign == FailureSign::KoloFatal || (sign == FailureSign::Aborting && settings_.launcher_name == "srun");
   }
 
   // The first sign that a rank failed starts the bound on the rest of the job.

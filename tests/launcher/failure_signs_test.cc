@@ -2,6 +2,7 @@
 // watchdog printed them in the fault tests (tests/faults), and lines that must not.
 #include <catch2/catch.hpp>
 
+#include "exit_report.h"
 #include "failure_signs.h"
 
 using namespace kolo::launcher;
@@ -73,4 +74,16 @@ TEST_CASE("ordinary output, kolo's other log lines and long lines are not failur
   }
   // A rank's 64 KiB piece that happens to begin like kolo's line is not read as one.
   CHECK(failure_sign("[kolo 0] FATAL: x" + std::string(64 * 1024, 'x')) == FailureSign::None);
+}
+
+TEST_CASE("numbers too long for an int in a failure line are no rank, and do not throw", "[failure]") {
+  CHECK_FALSE(parse_kolo_fatal("[kolo 99999999999] FATAL: x; ending the job (exit code 70)"));
+  CHECK_FALSE(rank_failure_in_line("  Process name: [[1,1],99999999999]", nullptr));
+  const std::string code = "  Exit code:    -1";
+  const auto failure = rank_failure_in_line("  Process name: [[1,1],3]", &code);
+  REQUIRE(failure);
+  CHECK(failure->rank == 3);
+  CHECK(failure->exit_code == -1);
+  CHECK(int_of_digits("2147483648") == std::nullopt);
+  CHECK(int_of_digits("-12") == -12);
 }

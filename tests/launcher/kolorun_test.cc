@@ -223,6 +223,20 @@ TEST_CASE("a rank killed by a signal fails the job with 128 + signal", "[kolorun
   CHECK_THAT(r.err, Contains("kolorun: rank 1 (on " + host_name() + ") was killed by signal 9"));
 }
 
+TEST_CASE("a rank that prints the launcher's failure messages itself is not taken for a failed job",
+          "[kolorun][failure]") {
+  // A test harness may echo a sub-job's log: only mpirun's own lines say a rank failed.
+  for (const char* text : {"MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD with errorcode 5",
+                           "  Process name: [[1,1],99999999999]",
+                           "mpirun noticed that process rank 0 with PID 0 on node vm exited on signal 9 (Killed)."}) {
+    INFO(text);
+    const Outcome r =
+        run(kolorun({"-np", "1", "--kill-after-failure", "1", RANK_PROGRAM, "say", text, "3"}), test_environment());
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, !Contains("kolorun: rank"));
+  }
+}
+
 TEST_CASE("kolorun --gloo tells an exit code above 128 from a signal", "[kolorun][failure][gloo]") {
   // Exit codes of 160 and more once made kolorun look up a signal name that does not exist.
   for (const char* code : {"255", "200", "130"}) {

@@ -7,6 +7,7 @@
 //   rank_program kill R       rank R kills itself with SIGKILL; the others wait 3 s
 //   rank_program sleep S      print "pid=<pid>", then sleep S seconds
 //   rank_program print        "rank R line" and a partial line on stdout, "rank R err" on stderr
+//   rank_program say TEXT S   print TEXT on stderr, then work on for S seconds and exit 0
 //   rank_program fatal R      print "pid=<pid>"; rank R then prints a line as kolo's watchdog
 //                             does before it ends a job and exits 70; the others ignore
 //                             SIGTERM and sleep 60 s
@@ -75,6 +76,11 @@ int main(int argc, char** argv) {
     }
     ::signal(SIGTERM, SIG_IGN);
     ::sleep(60);
+    return 0;
+  }
+  if (mode == "say" && argc == 4) {
+    std::fprintf(stderr, "%s\n", argv[2]);
+    ::sleep(static_cast<unsigned>(std::atoi(argv[3])));
     return 0;
   }
   if (mode == "print") {
