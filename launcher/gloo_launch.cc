@@ -251,7 +251,11 @@ int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hos
     for (size_t i = 0; i < pool.count(); ++i) all_finished = all_finished && pool.finished(i);
     if (all_finished) break;
     for (int sig : pool.pump(std::chrono::milliseconds(100))) {
-      if (interrupted_by) continue;
+      if (interrupted_by) {  // a second Ctrl-C: no more waiting, as under mpirun
+        std::fprintf(stderr, "kolorun: signal %d again: killing the job now\n", sig);
+        kill_at = Clock::now();
+        continue;
+      }
       interrupted_by = sig;
       pool.signal_all(SIGTERM);
       kill_at = after(options.kill_grace_seconds);

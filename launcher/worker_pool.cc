@@ -84,9 +84,17 @@ std::vector<int> WorkerPool::pump(std::chrono::milliseconds wait) {
   }
   output_.flush();
   for (Worker& w : workers_) {
+    if (w.ended) continue;
+    siginfo_t info = {};
+    if (::waitid(P_PID, w.process.pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != w.process.pid)
+      continue;
+    // What the worker leaves in its group (a program's background child) would keep its
+    // output pipes open, and kolorun waiting, for as long as it runs: kill it now, while
+    // the unreaped worker keeps the group id from reuse (as supervisor.cc does mpirun's).
+    ::killpg(w.process.pid, SIGKILL);
     int status = 0;
-    if (!w.ended && ::waitpid(w.process.pid, &status, WNOHANG) == w.process.pid)
-      w.ended = ProcessExit::of_wait_status(status);
+    ::waitpid(w.process.pid, &status, 0);
+    w.ended = ProcessExit::of_wait_status(status);
   }
   std::vector<int> got;
   for (int sig : signals_.take())

@@ -1,7 +1,7 @@
 // The processes of a job that kolorun starts itself (kolorun --gloo, elastic jobs): each
 // worker in a process group of its own (spawn_launcher.h), its output echoed through
-// JobOutput as "[label]<stdout>:line", its exit collected. Only kolorun's own children are
-// signalled, by their process groups.
+// JobOutput as "[label]<stdout>:line", its exit collected, and then whatever it left in its
+// group killed. Only kolorun's own children are signalled, by their process groups.
 #pragma once
 
 #include <chrono>

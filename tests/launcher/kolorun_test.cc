@@ -237,6 +237,15 @@ TEST_CASE("a rank that prints the launcher's failure messages itself is not take
   }
 }
 
+TEST_CASE("kolorun --gloo does not wait for what a worker left running in the background", "[kolorun][gloo]") {
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome r = run(kolorun({"--gloo", "-np", "1", "sh", "-c", "sleep 60 & echo started"}), test_environment());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("[0]<stdout>:started"));
+  CHECK(seconds < 30);  // before: the sleep's 60 s, holding the worker's output pipe open
+}
+
 TEST_CASE("kolorun --gloo tells an exit code above 128 from a signal", "[kolorun][failure][gloo]") {
   // Exit codes of 160 and more once made kolorun look up a signal name that does not exist.
   for (const char* code : {"255", "200", "130"}) {
