@@ -17,6 +17,11 @@ std::string member_name(const std::string& name, std::size_t i) {
   return name.empty() ? std::string() : name + "." + std::to_string(i);
 }
 
+// kolo's API answers an empty group with one failed handle, which has no tensor to wrap.
+void require_members(const std::vector<at::Tensor>& tensors, const char* op) {
+  if (tensors.empty()) throw Error(StatusCode::InvalidArgument, std::string("kolo: ") + op + " of an empty list of tensors");
+}
+
 // Out of place: kolo reads the input and writes a new tensor of its shape.
 Handle allreduce_into_new(const at::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
   Prepared in = prepare(tensor, "allreduce", name);
@@ -30,6 +35,7 @@ Handle allreduce_into_new(const at::Tensor& tensor, const std::string& name, con
 
 std::vector<Handle> grouped_allreduce(const std::vector<at::Tensor>& tensors, const std::string& name,
                                       const AllreduceOptions& options, bool in_place) {
+  require_members(tensors, "grouped_allreduce");
   std::vector<std::string> names;
   std::vector<Prepared> inputs;
   std::vector<at::Tensor> outputs;
@@ -58,6 +64,7 @@ std::vector<Handle> grouped_allreduce(const std::vector<at::Tensor>& tensors, co
 template <typename Submit>
 std::vector<Handle> grouped_produced(const std::vector<at::Tensor>& tensors, const std::string& name, const char* op,
                                      const ProcessSet& set, Submit submit) {
+  require_members(tensors, op);
   std::vector<std::string> names;
   std::vector<Prepared> inputs;
   std::vector<TensorView> views;

@@ -34,6 +34,16 @@ def test_an_unknown_op_raises_at_once_and_the_job_goes_on():
     assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full([3], float(hvd.size())))
 
 
+def test_a_grouped_op_on_no_tensors_raises_at_once():
+    # It once crashed the process (kolo's one failed handle for an empty group had no tensor).
+    for call in (hvd.grouped_allreduce, hvd.grouped_allreduce_async, hvd.grouped_allreduce_async_,
+                 hvd.grouped_allgather, hvd.grouped_allgather_async, hvd.grouped_reducescatter,
+                 hvd.grouped_reducescatter_async):
+        with pytest.raises(hvd.InvalidArgumentError, match='empty list of tensors'):
+            call([])
+    assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full([3], float(hvd.size())))
+
+
 def test_a_bad_root_raises_at_once():
     for root in (hvd.size(), -1):
         with pytest.raises(hvd.InvalidArgumentError) as error:

@@ -135,6 +135,14 @@ def _all(results):
     return results
 
 
+def _members(tensors, op):
+    """The group's tensors as a list; an empty one raises here, as kolo's C++ layer does."""
+    tensors = list(tensors)
+    if not tensors:
+        raise InvalidArgumentError(f'kolo: {op} of an empty list of tensors')
+    return tensors
+
+
 def poll(handle):
     """Whether the operation is done: synchronize() would not block."""
     if handle not in _handle_map:
@@ -336,7 +344,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """allreduce of a list, negotiated and run as one unit; returns the list; differentiable."""
     op = _reduce_op(op, average)
-    tensors = list(tensors)
+    tensors = _members(tensors, 'grouped_allreduce')
     if _wire_compression(compression, tensors) != _C.COMPRESSION_NONE:
         return list(HorovodGroupedAllreduce.apply(name, op, prescale_factor, postscale_factor, compression,
                                                   process_set, *tensors))
@@ -423,7 +431,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """allgather of a list, negotiated as one unit; returns the list; differentiable."""
-    return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
+    return list(HorovodGroupedAllgather.apply(name, process_set, *_members(tensors, 'grouped_allgather')))
 
 
 # ---- broadcast ----------------------------------------------------------------------------
@@ -602,6 +610,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average, p
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """reducescatter of a list, negotiated as one unit; returns the list; differentiable."""
+    tensors = _members(tensors, 'grouped_reducescatter')
     sent, contexts = zip(*(compression.compress(t) for t in tensors))
     reduced = HorovodGroupedReducescatter.apply(name, op, process_set, prescale_factor, postscale_factor, *sent)
     return [compression.decompress(t, c) for t, c in zip(reduced, contexts)]
