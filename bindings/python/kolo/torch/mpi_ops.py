@@ -103,9 +103,9 @@ def init(comm=None, process_sets=None):
 
 
 def shutdown():
-    """Stops kolo; operations still pending fail with code "Aborted"."""
+    """Stops kolo; operations still pending fail with code "Aborted" (synchronize() raises it).
+    Their handles stay until synchronized, as Horovod's do."""
     _C.shutdown()
-    _handle_map.clear()
 
 
 def start_timeline(file_path, mark_cycles=False):
