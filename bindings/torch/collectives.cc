@@ -122,7 +122,9 @@ std::vector<Handle> grouped_allgather_async(const std::vector<at::Tensor>& tenso
 }
 
 Handle broadcast_async(const at::Tensor& tensor, int root, const std::string& name, const ProcessSet& set) {
-  return broadcast_async_(tensor.clone(at::MemoryFormat::Contiguous), root, name, set);
+  // The result is new data, not a function of this rank's input: no autograd graph (Horovod
+  // makes it with tensor.new(); the differentiable form is Python's broadcast()).
+  return broadcast_async_(tensor.detach().clone(at::MemoryFormat::Contiguous), root, name, set);
 }
 
 Handle broadcast_async_(const at::Tensor& tensor, int root, const std::string& name, const ProcessSet& set) {

@@ -142,7 +142,11 @@ at::Tensor Handle::wait() const {
       } else {
         s.result = s.written;
         if (s.input.copy_back_to.defined() && s.written.is_same(s.input.contiguous)) {
-          s.input.copy_back_to.copy_(s.written);  // an in-place call on a non-contiguous tensor
+          // An in-place call on a non-contiguous tensor. kolo wrote its data, as it writes a
+          // contiguous one's, outside autograd: a leaf that requires grad (a parameter,
+          // broadcast_parameters) takes the copy as well.
+          at::NoGradGuard no_grad;
+          s.input.copy_back_to.copy_(s.written);
           s.result = s.input.copy_back_to;
         }
       }

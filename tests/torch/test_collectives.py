@@ -92,6 +92,21 @@ def test_allreduce_in_place_of_a_non_contiguous_tensor():
     assert_close(hvd.allreduce(rank_input(hvd.rank(), [4, 5]).t(), op=hvd.Sum), expected)
 
 
+def test_in_place_forms_on_a_non_contiguous_leaf_that_requires_grad():
+    # kolo writes the data outside autograd, as it does a contiguous tensor's; the copy back
+    # into a non-contiguous leaf once failed after the collective had run on every rank.
+    mine = rank_input(hvd.rank(), [4, 5]).t().requires_grad_()
+    assert mine.is_leaf and not mine.is_contiguous()
+    assert hvd.allreduce_(mine, op=hvd.Sum) is mine
+    assert_close(mine.detach(), reduced([t.t() for t in all_inputs([4, 5])], hvd.Sum))
+    conv = torch.nn.Conv2d(3, 4, 3).to(memory_format=torch.channels_last)
+    assert not conv.weight.is_contiguous()
+    with torch.no_grad():
+        conv.weight.fill_(float(hvd.rank()))
+    hvd.broadcast_parameters(conv.named_parameters(), root_rank=0)
+    assert torch.equal(conv.weight.detach(), torch.zeros_like(conv.weight))
+
+
 def test_allreduce_of_a_scalar_and_of_an_empty_tensor():
     assert_close(hvd.allreduce(torch.tensor(float(hvd.rank())), op=hvd.Sum),
                  torch.tensor(float(sum(range(hvd.size())))))
@@ -233,6 +248,10 @@ def test_broadcast_async_forms():
     mine = rank_input(hvd.rank(), [6])
     out = hvd.synchronize(hvd.broadcast_async(mine, root, name='bcast.async'))
     assert_close(out, rank_input(root, [6]))
+    # Root's data, not a function of this rank's input: no graph back to it (as Horovod's).
+    out = hvd.synchronize(hvd.broadcast_async(mine.clone().requires_grad_(), root))
+    assert_close(out, rank_input(root, [6]))
+    assert out.grad_fn is None and not out.requires_grad
     strided = rank_input(hvd.rank(), [6, 2])[:, 1]
     assert hvd.synchronize(hvd.broadcast_async_(strided, root)) is strided
     assert_close(strided, rank_input(root, [6, 2])[:, 1])
