@@ -349,6 +349,25 @@ def test_the_wrapper_is_an_instance_of_the_wrapped_class_with_its_options_and_st
     assert optimizer.param_groups[0]['lr'] == LR / 2
 
 
+def test_a_custom_optimizers_callable_attributes_carry_over_but_not_a_schedulers_patched_step():
+    model = make_model()
+
+    class Scheduled(torch.optim.SGD):
+        def __init__(self, params, schedule, keeps):
+            super().__init__(params, lr=LR)
+            self.schedule, self.keeps = schedule, keeps
+
+    def schedule(t):
+        return 0.5 ** t
+
+    original = Scheduled(model.parameters(), schedule, keeps=model)
+    torch.optim.lr_scheduler.StepLR(original, step_size=1)   # patches original.step, bound to it
+    assert 'step' in vars(original)
+    optimizer = hvd.DistributedOptimizer(original, named_parameters=model.named_parameters())
+    assert optimizer.schedule is schedule and optimizer.keeps is model   # once dropped as callables
+    assert 'step' not in vars(optimizer)   # it would step the original, without the reduction
+
+
 def test_a_dropped_optimizer_leaves_no_hooks_behind():
     needs_several_ranks()
     model = make_model()
@@ -361,6 +380,18 @@ def test_a_dropped_optimizer_leaves_no_hooks_behind():
 
 
 # ---- errors --------------------------------------------------------------------------------------
+
+def test_backward_passes_per_step_must_be_at_least_one():
+    model = make_model()
+    for passes in (0, -1, 1.5):
+        with pytest.raises(ValueError, match='backward_passes_per_step must be an integer of at least 1'):
+            hvd.DistributedOptimizer(sgd(model.parameters()), named_parameters=model.named_parameters(),
+                                     backward_passes_per_step=passes)
+    optimizer = hvd.DistributedOptimizer(sgd(model.parameters()), named_parameters=model.named_parameters())
+    with pytest.raises(ValueError, match='at least 1'):
+        optimizer.set_backward_passes_per_step(0)
+    assert optimizer.backward_passes_per_step == 1
+
 
 def test_named_parameters_must_be_unique_tuples_naming_every_parameter():
     model = make_model()

@@ -8,6 +8,7 @@ below in front: _DistributedOptimizer reduces gradients; _DistributedAdasumOptim
 (op=Adasum on more than one rank) steps each parameter locally and combines the ranks'
 updates with Adasum. The reductions are kolo's (mpi_ops); this file decides when to submit
 what."""
+import numbers
 import warnings
 import weakref
 from collections import Counter
@@ -60,7 +61,7 @@ class _GradientHooks:
     def _setup_hooks(self, named_parameters, compression, backward_passes_per_step, process_set):
         self._parameter_names = _parameter_names(self.param_groups, named_parameters)
         self._compression = compression
-        self.backward_passes_per_step = backward_passes_per_step
+        self.backward_passes_per_step = _checked_passes(backward_passes_per_step)
         self.process_set = process_set
         self._hooked = []          # the parameters with a hook, in param_groups order
         self._grad_accs = []       # the accumulators must live as long as their hooks
@@ -116,7 +117,7 @@ class _GradientHooks:
         return p.grad
 
     def set_backward_passes_per_step(self, passes):
-        self.backward_passes_per_step = passes
+        self.backward_passes_per_step = _checked_passes(passes)
         self._reset_passes()
 
     def load_state_dict(self, *args, **kwargs):
@@ -358,6 +359,14 @@ def _check_groups(groups):
                 seen.add(id(p))
 
 
+def _checked_passes(passes):
+    """backward_passes_per_step: a count of at least 1 (0 or less would fail only at the first
+    backward pass, with a misleading "computed more than backward_passes_per_step times")."""
+    if isinstance(passes, bool) or not isinstance(passes, numbers.Integral) or passes < 1:
+        raise ValueError(f'backward_passes_per_step must be an integer of at least 1, not {passes!r}')
+    return int(passes)
+
+
 def _split(items, n):
     """n consecutive parts of items, as even as can be (the first ones one longer)."""
     quotient, remainder = divmod(len(items), n)
@@ -381,10 +390,16 @@ def _wrap(optimizer, mixin):
     torch.optim.Optimizer.__init__(wrapped, optimizer.param_groups, optimizer.defaults)
     wrapped.state.update(optimizer.state)
     for key, value in vars(optimizer).items():
-        # Callables are methods patched onto the instance (a scheduler's step counter).
-        if key not in vars(wrapped) and not callable(value):
+        if key not in vars(wrapped) and not _patched_method(optimizer, value):
             setattr(wrapped, key, value)
     return wrapped
+
+
+def _patched_method(optimizer, value):
+    """Whether `value` is one of optimizer's own methods patched onto the instance (an LR
+    scheduler's step counter): bound to the original, it must not carry over. Other callables
+    (a schedule, a model a custom optimizer keeps) do."""
+    return getattr(value, '__self__', None) is optimizer or getattr(value, '_with_counter', False)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
