@@ -1,6 +1,8 @@
 """hvd.broadcast_parameters, broadcast_optimizer_state, broadcast_object, allgather_object:
 every rank starts from its own values (its rank as the seed) and must end with the root's,
 rebuilt here from the root's seed. The root is the last rank, so not always rank 0."""
+import pickle
+
 import pytest
 import torch
 
@@ -209,6 +211,24 @@ def test_broadcast_object_of_a_large_object():
 def test_allgather_object(name):
     result = hvd.allgather_object(object_of(hvd.rank()), name=name)
     assert_same(result, [object_of(r) for r in range(hvd.size())])
+
+
+def test_an_object_that_cannot_be_pickled_raises_on_every_rank_at_once():
+    # Before, only the rank that pickled raised; one that caught it and went on left the
+    # others waiting until the stall bound.
+    unpicklable = lambda: None  # noqa: E731 (pickle refuses lambdas)
+    with pytest.raises(Exception) as error:   # the root raises pickle's own error
+        hvd.broadcast_object(unpicklable if hvd.rank() == root() else None, root_rank=root())
+    if hvd.rank() != root():
+        assert isinstance(error.value, pickle.PicklingError)
+        assert f'on rank {root()} could not be pickled' in str(error.value)
+    last = hvd.size() - 1
+    with pytest.raises(Exception) as error:
+        hvd.allgather_object(unpicklable if hvd.rank() == last else hvd.rank())
+    if hvd.rank() != last:
+        assert isinstance(error.value, pickle.PicklingError)
+        assert f'on rank {last} could not be pickled' in str(error.value)
+    assert hvd.allgather_object(hvd.rank()) == list(range(hvd.size()))   # and the job goes on
 
 
 def test_within_a_process_set():

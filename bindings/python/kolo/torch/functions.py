@@ -39,19 +39,47 @@ def _is_iterator(obj):
 # agrees on every rank whatever ran before (an automatic name counts the operations each
 # rank submitted, which differ after one that some ranks did not run). Horovod names them
 # after the object's type, which differs where other ranks pass None to broadcast_object.
+#
+# Each rank's bytes start with a tag: _PICKLED and the pickle, or _UNPICKLABLE and why. A rank
+# whose object cannot be pickled still takes part, so that every rank raises at once, instead
+# of the others waiting for it until the stall bound.
+_PICKLED, _UNPICKLABLE = b'\x00', b'\x01'
+
+
+def _tagged_pickle(obj):
+    try:
+        return _PICKLED + pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), None
+    except Exception as e:  # noqa: BLE001 (what pickle raises depends on the object)
+        return _UNPICKLABLE + f'{type(e).__name__}: {e}'.encode(errors='replace'), e
+
+
+def _unpickled(payload, what):
+    if payload[:1] == _UNPICKLABLE:
+        raise pickle.PicklingError(f'{what} could not be pickled: {payload[1:].decode(errors="replace")}')
+    return pickle.loads(payload[1:])
+
+
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """root_rank's `obj` on every rank of the set (pickled; other ranks' obj is ignored).
-    The bytes are unpickled: every rank trusts the root, as with Horovod."""
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL) if rank() == root_rank else b''
+    The bytes are unpickled: every rank trusts the root, as with Horovod. If the root's
+    object cannot be pickled, every rank raises pickle.PicklingError (the root its own error)."""
+    payload, error = _tagged_pickle(obj) if rank() == root_rank else (b'', None)
     received = _C.broadcast_bytes(name or 'broadcast_object', payload, root_rank, _set_id(process_set))
-    return obj if rank() == root_rank else pickle.loads(received)
+    if error is not None:
+        raise error
+    return obj if rank() == root_rank else _unpickled(received, f"broadcast_object's object on rank {root_rank}")
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Every rank's `obj`, as a list in the set's rank order (unpickled: every rank trusts
-    the others, as with Horovod)."""
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return [pickle.loads(b) for b in _C.allgather_bytes(name or 'allgather_object', payload, _set_id(process_set))]
+    the others, as with Horovod). If any rank's object cannot be pickled, every rank raises
+    pickle.PicklingError (that rank its own error)."""
+    payload, error = _tagged_pickle(obj)
+    received = _C.allgather_bytes(name or 'allgather_object', payload, _set_id(process_set))
+    if error is not None:
+        raise error
+    ranks = getattr(process_set, 'ranks', None) or list(range(len(received)))
+    return [_unpickled(b, f"allgather_object's object on rank {r}") for r, b in zip(ranks, received)]
 
 
 # ---- optimizer state ---------------------------------------------------------------------------
