@@ -8,7 +8,7 @@ import pickle
 import torch
 
 from kolo.torch import _C
-from kolo.torch.mpi_ops import broadcast_async_, global_process_set, rank, synchronize
+from kolo.torch.mpi_ops import KoloError, broadcast_async_, global_process_set, rank, synchronize
 from kolo.torch.process_sets import set_id as _set_id
 
 
@@ -26,8 +26,14 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
         raise ValueError('invalid params of type: %s' % type(params))
 
     handles = [broadcast_async_(p, root_rank, name, process_set=process_set) for name, p in params]
-    for handle in handles:
-        synchronize(handle)
+    errors = []
+    for handle in handles:  # every one, so that none is left behind when one fails
+        try:
+            synchronize(handle)
+        except KoloError as e:
+            errors.append(e)
+    if errors:
+        raise errors[0]
 
 
 def _is_iterator(obj):
