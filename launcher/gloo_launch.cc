@@ -187,9 +187,12 @@ std::vector<std::string> worker_argv(const GlooWorker& worker, const LaunchOptio
     return argv;
   }
   if (is_this_host(worker.host)) return options.command;
-  // On another host: one command line for the agent's shell, with the variables and this
-  // folder (as mpirun gives its ranks kolorun's working directory).
+  // On another host: one command line for the agent's shell, with this folder (as mpirun
+  // gives its ranks kolorun's working directory), the worker's variables, and those of
+  // kolorun's environment that mpirun's -x would carry (KOLO_*, HOROVOD_*, NCCL_*, ...).
   std::string line = "cd " + shell_quote(std::filesystem::current_path().string()) + " && env";
+  for (const std::string& name : forwarded_variable_names(context.environment, variables))
+    line += " " + shell_quote(name + "=" + find_variable(context.environment, name).value_or(""));
   for (const EnvVar& v : variables) line += " " + shell_quote(v.name + "=" + v.value);
   for (const std::string& word : options.command) line += " " + shell_quote(word);
   std::vector<std::string> argv = remote_agent(options, context.environment);

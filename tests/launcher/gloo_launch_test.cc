@@ -84,3 +84,22 @@ TEST_CASE("the place kolorun --gloo tells a worker is the one the runtime takes 
     }
   }
 }
+
+TEST_CASE("a worker on another host gets the variables mpirun's -x would carry, and its own last", "[gloo]") {
+  LaunchOptions options;
+  options.command = {"train", "--epochs", "1"};
+  LaunchContext context;
+  context.environment = {"PATH=/usr/bin", "KOLO_CONTROL_TIMEOUT_SECONDS=5", "NCCL_DEBUG=INFO",
+                         "HOROVOD_FOO=1", "KOLO_GLOO_RANK=99", "UNRELATED=x"};
+  const std::vector<std::string> argv =
+      worker_argv({0, "node7", 0}, options, {{"KOLO_GLOO_RANK", "0"}}, context);
+  REQUIRE(argv.size() >= 2);
+  CHECK(argv[argv.size() - 2] == "node7");
+  const std::string& line = argv.back();
+  for (const char* carried : {" KOLO_CONTROL_TIMEOUT_SECONDS=5 ", " NCCL_DEBUG=INFO ", " HOROVOD_FOO=1 "})
+    CHECK(line.find(carried) != std::string::npos);
+  CHECK(line.find("UNRELATED") == std::string::npos);
+  CHECK(line.find("KOLO_GLOO_RANK=99") == std::string::npos);  // the worker's own value wins
+  CHECK(line.find(" KOLO_GLOO_RANK=0 ") != std::string::npos);
+  CHECK(line.substr(line.size() - 17) == " train --epochs 1");
+}
