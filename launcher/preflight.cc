@@ -91,6 +91,8 @@ struct Slots {
 std::optional<Slots> known_slots(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
                                  const LaunchContext& context) {
   if (choose_launcher(options, context.environment) == Launcher::Srun) return std::nullopt;
+  // The discovery script names the hosts as the job runs (elastic_driver.cc checks them).
+  if (!options.host_discovery_script.empty()) return std::nullopt;
   if (hosts.empty())
     return Slots{context.local_cores, "this machine: its " + std::to_string(context.local_cores) +
                                           " cores, as mpirun counts them"};

@@ -53,6 +53,14 @@ TEST_CASE("without hosts -np goes from 1 to this machine's cores", "[rank-count]
   CHECK(refusal(ranks(2147483647), {}, four_cores) == range + "2147483647");
 }
 
+TEST_CASE("with a host discovery script -np is not held to this machine's cores", "[rank-count]") {
+  LaunchOptions elastic = ranks(4);
+  elastic.host_discovery_script = "./discover.sh";  // it may name other hosts, of any size
+  CHECK(refusal(elastic, {}, machine_with_cores(2)).empty());
+  elastic.num_ranks = 0;
+  CHECK_THAT(refusal(elastic, {}, machine_with_cores(2)), Catch::Contains("-np must be between 1 and"));
+}
+
 TEST_CASE("with -H or a hostfile -np goes from 1 to their slots", "[rank-count]") {
   const LaunchContext one_core = machine_with_cores(1);  // the hosts' slots count, not this machine's
   const std::vector<HostSlots> hosts = parse_host_list("node0:4,node1:4");
