@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -87,6 +88,7 @@ std::vector<HostSlots> parse_hostfile_text(const std::string& text, const std::s
   std::vector<HostSlots> hosts;
   std::istringstream lines(text);
   int line_number = 0;
+  std::optional<int> colon_line, slotless_line;  // the first of each
   for (std::string line; std::getline(lines, line);) {
     ++line_number;
     line = line.substr(0, line.find('#'));
@@ -95,20 +97,37 @@ std::vector<HostSlots> parse_hostfile_text(const std::string& text, const std::s
     if (!(words >> first)) continue;
     const std::string where = origin + " line " + std::to_string(line_number);
     HostSlots host = parse_host_entry(first, where, std::nullopt);
+    const bool colon = host.slots.has_value();
     // Open MPI's hostfile words: slots=N, and max_slots=N (or max-slots), which kolorun
     // does not use. Anything else is a typo that mpirun would fail on later, less clearly.
     for (std::string word; words >> word;) {
-      if (word.rfind("slots=", 0) == 0) host.slots = parse_slots(word.substr(6), where, word);
-      else if (word.rfind("max_slots=", 0) == 0 || word.rfind("max-slots=", 0) == 0) parse_slots(word.substr(10), where, word);
-      else bad_hosts(where, "unknown word '" + word + "': expected 'host slots=N' or 'host:N'");
+      if (word.rfind("slots=", 0) == 0) {
+        if (colon) bad_hosts(where, "'" + first + "' and '" + word + "' both give its slots: keep one");
+        host.slots = parse_slots(word.substr(6), where, word);
+      } else if (word.rfind("max_slots=", 0) == 0 || word.rfind("max-slots=", 0) == 0) {
+        parse_slots(word.substr(10), where, word);
+      } else {
+        bad_hosts(where, "unknown word '" + word + "': expected 'host slots=N' or 'host:N'");
+      }
     }
+    if (colon && !colon_line) colon_line = line_number;
+    if (!host.slots && !slotless_line) slotless_line = line_number;
     add_host(hosts, host, where);
   }
   if (hosts.empty()) bad_hosts(origin, "no hosts in the file");
+  // Such a file cannot reach mpirun whole (its reader refuses host:N), nor as -H (where a
+  // host without slots has one, not its cores, as in a hostfile).
+  if (colon_line && slotless_line)
+    bad_hosts(origin, "line " + std::to_string(*colon_line) + " gives its slots as host:N and line " +
+                          std::to_string(*slotless_line) +
+                          " gives none: give every host its slots, or write them as 'host slots=N'");
   return hosts;
 }
 
 std::vector<HostSlots> read_hostfile(const std::string& path) {
+  std::error_code error;
+  KOLO_CHECK(!std::filesystem::is_directory(path, error), StatusCode::IoError,
+             "kolorun: --hostfile: '" + path + "' is a directory, not a file");
   std::ifstream in(path);
   KOLO_CHECK(in, StatusCode::IoError,
              "kolorun: --hostfile: cannot read '" + path + "': " + std::strerror(errno));

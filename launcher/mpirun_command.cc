@@ -24,7 +24,8 @@ LaunchCommand build_mpirun_command(const LaunchOptions& o, const std::vector<Hos
   argv.insert(argv.end(), {"-np", std::to_string(o.num_ranks)});
   // The hosts as kolorun read them, as -H (horovodrun passes them so): a hostfile may use
   // the host:N lines that mpirun's own reader refuses. A hostfile with a line without slots
-  // goes as it is, since there mpirun counts the host's cores (-H would give it one slot).
+  // goes as it is, since there mpirun counts the host's cores (-H would give it one slot);
+  // such a file has no host:N line (read_hostfile refuses the mix).
   const bool every_host_has_slots = std::all_of(hosts.begin(), hosts.end(), [](const HostSlots& h) { return h.slots; });
   if (!o.hostfile.empty() && !every_host_has_slots) argv.insert(argv.end(), {"--hostfile", o.hostfile});
   else if (!hosts.empty()) argv.insert(argv.end(), {"-H", format_host_list(hosts)});

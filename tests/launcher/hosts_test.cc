@@ -95,4 +95,11 @@ TEST_CASE("bad hostfiles are errors naming the file and line", "[hosts]") {
                        HasCode(StatusCode::IoError, "cannot read '/nonexistent/kolo-hostfile': No such file"));
   CHECK_THROWS_MATCHES(parse_hostfile_text("# nothing\n", "hostfile 'h'"), kolo::Error,
                        HasCode(StatusCode::InvalidArgument, "no hosts"));
+  CHECK_THROWS_MATCHES(read_hostfile("/tmp"), kolo::Error, HasCode(StatusCode::IoError, "'/tmp' is a directory"));
+  // Both forms of slots on one line: which one was meant?
+  CHECK_THROWS_WITH(parse_hostfile_text("a:2 slots=3\n", "hostfile 'h'"),
+                    Contains("hostfile 'h' line 1: 'a:2' and 'slots=3' both give its slots"));
+  // host:N, which mpirun's reader refuses, beside a host whose cores mpirun would count.
+  CHECK_THROWS_WITH(parse_hostfile_text("a:1\nb\n", "hostfile 'h'"),
+                    Contains("hostfile 'h': line 1 gives its slots as host:N and line 2 gives none"));
 }
