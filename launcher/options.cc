@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <string_view>
@@ -335,13 +336,20 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
     bad_command_line("-np " + std::to_string(o.num_ranks) + " is more than --max-np " + std::to_string(*o.max_np));
   // kolorun sets these on mpirun itself; given again, mpirun would start ranks, or place
   // them, where kolorun's checks and its rank bookkeeping do not expect them.
-  static const std::vector<std::string> own = {"-np", "-n", "--np", "-H", "--host", "-host", "--hostfile",
-                                               "-hostfile", "--machinefile", "-machinefile", "--tag-output",
-                                               "-tag-output", "-bind-to", "--bind-to", "-map-by", "--map-by"};
+  // Every spelling counts: mpirun's -c, -n, --n and -np, srun's --ntasks and -n8.
+  static const std::vector<std::string> own = {"-np", "-n", "--np", "--n", "-c", "--ntasks", "-H", "--host",
+                                               "-host", "--hostfile", "-hostfile", "--machinefile",
+                                               "-machinefile", "--tag-output", "-tag-output", "-bind-to",
+                                               "--bind-to", "-map-by", "--map-by"};
+  const auto rank_count_glued = [](const std::string& arg) {  // "-n8", "-np8", "-c8"
+    for (const char* flag : {"-np", "-n", "-c"})
+      if (arg.size() > std::strlen(flag) && arg.rfind(flag, 0) == 0 && std::isdigit(arg[std::strlen(flag)])) return true;
+    return false;
+  };
   for (const std::string& arg : o.mpi_args)
-    if (std::find(own.begin(), own.end(), arg.substr(0, arg.find('='))) != own.end())
-      bad_command_line("--mpi-args '" + arg + "': kolorun gives mpirun that itself; use kolorun's -np, -H or "
-                       "--hostfile (it leaves the ranks unbound and maps them by slot)");
+    if (std::find(own.begin(), own.end(), arg.substr(0, arg.find('='))) != own.end() || rank_count_glued(arg))
+      bad_command_line("--mpi-args '" + arg + "': kolorun gives mpirun (or srun) that itself; use kolorun's -np, "
+                       "-H or --hostfile (it leaves the ranks unbound and maps them by slot)");
   // Flags this kind of job does not use: said, not silently dropped.
   const auto ignored = [](const std::string& flags, const std::string& why) {
     std::cerr << "kolorun: " << flags << " ignored: " << why << "\n";

@@ -37,7 +37,9 @@ LaunchCommand build_srun_command(const LaunchOptions& o, const std::vector<HostS
   // --label: "R: " before every line, how kolorun tells the ranks' output apart;
   // --kill-on-bad-exit: one failed rank ends the step at once, as under mpirun (unless
   // the user chose otherwise: srun's -K/--kill-on-bad-exit or SLURM_KILL_BAD_EXIT).
-  command.argv = {context.srun, "--mpi=pmix", "-n", std::to_string(o.num_ranks), "--label"};
+  // --export=ALL: the default, said again for a job whose SLURM_EXPORT_ENV is NONE (sbatch
+  // --export=NONE), where the ranks would get none of the variables above.
+  command.argv = {context.srun, "--mpi=pmix", "-n", std::to_string(o.num_ranks), "--label", "--export=ALL"};
   if (!user_sets_kill_on_bad_exit(o, context.environment)) command.argv.push_back("--kill-on-bad-exit=1");
   // srun's name for more tasks than CPUs.
   if (o.oversubscribe) command.argv.push_back("--overcommit");

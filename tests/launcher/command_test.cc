@@ -259,7 +259,7 @@ TEST_CASE("inside a SLURM allocation srun starts the ranks through PMIx", "[comm
   o.network_interface = "eth0";
   const LaunchCommand c = build_command(o, {}, context);
   CHECK(c.launcher == Launcher::Srun);
-  CHECK(c.argv == concat({"srun", "--mpi=pmix", "-n", "4", "--label", "--kill-on-bad-exit=1"}, kRanks));
+  CHECK(c.argv == concat({"srun", "--mpi=pmix", "-n", "4", "--label", "--export=ALL", "--kill-on-bad-exit=1"}, kRanks));
   CHECK(c.set == std::vector<EnvVar>{{"KOLO_FUSION_THRESHOLD", "1048576"},
                                      {"NCCL_SOCKET_IFNAME", "eth0"},
                                      {"OMPI_MCA_mpi_yield_when_idle", "1"},

@@ -109,7 +109,7 @@ TEST_CASE("kolorun --dry-run in a SLURM allocation prints srun with the variable
   const Outcome r = run(kolorun({"-np", "3", "--dry-run", "--cycle-time-ms", "3", RANK_PROGRAM, "env"}),
                         test_environment({"SLURM_JOB_ID=77", path}));
   CHECK(r.exit_code == 0);
-  CHECK(r.out == std::string("env KOLO_CYCLE_TIME=3 OMPI_MCA_mpi_yield_when_idle=1 srun --mpi=pmix -n 3 --label --kill-on-bad-exit=1 ") +
+  CHECK(r.out == std::string("env KOLO_CYCLE_TIME=3 OMPI_MCA_mpi_yield_when_idle=1 srun --mpi=pmix -n 3 --label --export=ALL --kill-on-bad-exit=1 ") +
                      KOLORUN + " --rank-exec " + RANK_PROGRAM + " env\n");
 }
 

@@ -162,7 +162,10 @@ TEST_CASE("a bad command line is an error that names the problem", "[options]") 
   CHECK_THAT(error_of({"--min-np", "1", "--elastic-timeout", "0", "prog"}), Contains("must be a number in (0, 1e9]"));
   // What kolorun gives mpirun itself cannot come again through --mpi-args.
   CHECK_THAT(error_of({"-np", "1", "--mpi-args", "--oversubscribe -np 3", "prog"}),
-             Contains("--mpi-args '-np': kolorun gives mpirun that itself"));
+             Contains("--mpi-args '-np': kolorun gives mpirun (or srun) that itself"));
+  for (const char* other_spelling : {"-c 2", "--n 2", "--ntasks=8", "-n8", "-np8", "-c2"})
+    CHECK_THAT(error_of({"-np", "1", "--mpi-args", other_spelling, "prog"}), Contains("kolorun gives mpirun"));
+  CHECK(parse({"-np", "1", "--mpi-args", "-nolocal --cpus-per-task=2", "prog"}).mpi_args.size() == 2);
   CHECK_THAT(error_of({"-np", "1", "--mpi-args", "--hostfile=h", "prog"}), Contains("--mpi-args '--hostfile=h'"));
   CHECK(parse({"-np", "1", "--mpi-args", "--mca btl self,vader", "prog"}).mpi_args.size() == 3);
   // An empty file, folder, level or interface would silently mean "not given".
