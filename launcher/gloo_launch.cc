@@ -119,6 +119,13 @@ std::string server_address(const std::vector<GlooWorker>& workers, const LaunchO
   std::replace(wanted_list.begin(), wanted_list.end(), ',', ' ');
   for (const std::string& wanted : split_on_spaces(wanted_list))
     if (std::optional<std::string> address = address_on(wanted, addresses)) return *address;
+  // Another address would be one the user ruled out (horovodrun refuses it too).
+  if (!options.network_interface.empty()) {
+    std::string have;
+    for (const LocalAddress& a : addresses) have += (have.empty() ? "" : ", ") + a.interface + " " + a.address;
+    throw Error(StatusCode::InvalidArgument, "kolorun: --network-interface " + options.network_interface +
+                                                 ": no such interface or subnet on this host (it has " + have + ")");
+  }
   // The first address that is not loopback: the one other hosts can reach, on a host with
   // one network (with several, --network-interface chooses).
   for (const LocalAddress& a : addresses)

@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
     if (!options->check_build) {
       hosts = hosts_of(*options);
       check_rank_count(*options, hosts, context);
+      check_hosts_for_launcher(*options, hosts, context);
     }
   } catch (const kolo::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
@@ -186,12 +187,14 @@ int main(int argc, char** argv) {
     }
     if (options->gloo) {
       check_program(options->command.front(), context.environment);
-      KOLO_CHECK(!starts_workers_with_srun(*options, context.environment) || !hosts.empty() ||
-                     !options->host_discovery_script.empty(),
-                 kolo::StatusCode::InvalidArgument,
-                 "kolorun: inside a Slurm allocation, --gloo and elastic jobs start each worker as an srun step on "
-                 "its node: name the nodes with -H (e.g. -H $(scontrol show hostnames | sed 's/$/:2/' | paste -sd,)) "
-                 "or a --host-discovery-script");
+      if (!starts_workers_with_srun(*options, context.environment)) {  // said, not silently dropped
+        if (options->launcher == LauncherChoice::Srun)
+          std::fputs("kolorun: --launcher srun ignored: outside a Slurm allocation kolorun starts a Gloo job's "
+                     "workers itself\n", stderr);
+        if (!options->mpi_args.empty())
+          std::fputs("kolorun: --mpi-args ignored: outside a Slurm allocation a Gloo job has no mpirun or srun\n",
+                     stderr);
+      }
       if (options->elastic()) return run_elastic_job(*options, hosts, context);
       return run_gloo_job(*options, hosts, context);
     }

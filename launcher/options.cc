@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "hosts.h"
+#include "preflight.h"
 #include "kolo/kolo.h"
 #include "runtime/closest_name.h"
 #include "runtime/unimplemented_horovod_settings.h"
@@ -25,18 +26,21 @@ namespace {
               "kolorun: " + message + " (see kolorun --help)");
 }
 
-// A number of seconds, milliseconds or MiB: finite and from `low` to 1e9 (CLI11's
+// A number of seconds, milliseconds or MiB: finite and from `low` to `high` (CLI11's
 // NonNegativeNumber lets nan through, and 1e300 would overflow what kolorun computes
 // from it).
-CLI::Validator number_from(double low, bool low_included) {
-  const std::string range = std::string(low_included ? "[" : "(") + CLI::detail::to_string(low) + ", 1e9]";
+// A worker's own bound is twice this, plus 30 s, and must stay under the runtime's 2^30 s.
+constexpr double kMaxElasticTimeoutSeconds = 5e8;
+
+CLI::Validator number_from(double low, bool low_included, double high = 1e9, const char* high_text = "1e9") {
+  const std::string range = std::string(low_included ? "[" : "(") + CLI::detail::to_string(low) + ", " + high_text + "]";
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         double value = 0;
         const char* end = text.data() + text.size();
         const auto [stop, error] = std::from_chars(text.data(), end, value);
         const bool above_low = low_included ? value >= low : value > low;
-        if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value) || !above_low || value > 1e9)
+        if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value) || !above_low || value > high)
           return "must be a number in " + range + ", not '" + text + "'";
         return "";
       },
@@ -230,7 +234,7 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   auto* interface = app.add_option("--network-interface,--network-interfaces", o.network_interface,
                                    "interfaces or subnets MPI uses (btl/oob_tcp_if_include), e.g. eth0, eth0,eth1 "
                                    "or 10.0.0.0/24; interface names also set NCCL_SOCKET_IFNAME");
-  app.add_option("--start-timeout", o.start_timeout_seconds,
+  auto* start_timeout = app.add_option("--start-timeout", o.start_timeout_seconds,
                  "seconds for every rank's process to start (0: no bound)")
       ->capture_default_str()
       ->check(number_from(0, true));
@@ -245,21 +249,21 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   // Elastic jobs (docs/elastic.md).
   app.add_option("--min-np,--min-num-proc", o.min_np,
                  "elastic: the fewest workers the job runs with (default: -np)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, kMaxRanks));
   app.add_option("--max-np,--max-num-proc", o.max_np,
                  "elastic: the most workers the job grows to (default: every usable slot)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, kMaxRanks));
   app.add_option("--slots-per-host,--slots", o.slots_per_host,
                  "elastic: the slots of a discovered host that does not say (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, kMaxRanks));
   auto* discovery = app.add_option(
       "--host-discovery-script", o.host_discovery_script,
       "elastic: a program printing the available hosts, one 'host[:slots]' per line; run every second");
   auto* elastic_timeout = app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
                  "elastic: seconds a re-forming job waits for its workers and for --min-np slots (default 600)")
-      ->check(number_from(0, false));
+      ->check(number_from(0, false, kMaxElasticTimeoutSeconds, "5e8"));
   app.add_option("--reset-limit", o.reset_limit, "elastic: the job fails after this many re-formings")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   std::string cooldown_range;
   app.add_option("--blacklist-cooldown-range", cooldown_range,
                  "elastic: MIN MAX: a failed host stays out MIN * 2^n (its n-th failure) plus a random "
@@ -311,17 +315,19 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
     std::istringstream in(cooldown_range);
     double low = -1, high = -1;
     std::string rest;
-    if (!(in >> low >> high) || (in >> rest) || !(low >= 0 && high >= low))
-      bad_command_line("--blacklist-cooldown-range MIN MAX needs two numbers of seconds, 0 <= MIN <= MAX, not '" +
-                       cooldown_range + "'");
+    if (!(in >> low >> high) || (in >> rest) || !(low >= 0 && high >= low && high <= 1e9))
+      bad_command_line("--blacklist-cooldown-range MIN MAX needs two numbers of seconds, 0 <= MIN <= MAX <= 1e9, "
+                       "not '" + cooldown_range + "'");
     o.blacklist_cooldown = std::pair{low, high};
   }
   if (o.elastic()) {
     if (o.min_np && o.max_np && *o.min_np > *o.max_np)
       bad_command_line("--min-np " + std::to_string(*o.min_np) + " is more than --max-np " + std::to_string(*o.max_np));
-    if (o.host_discovery_script.empty() && hostfile->count() == 0 && hosts->count() == 0 && np->count() == 0 &&
-        !o.min_np)
-      bad_command_line("an elastic job needs -np or --min-np, or hosts (-H, --hostfile, --host-discovery-script)");
+    if (np->count() == 0 && !o.min_np)
+      bad_command_line("an elastic job needs -np or --min-np: the workers it starts with");
+    if (mpi->count() > 0)
+      bad_command_line("--mpi: an elastic job (--min-np, --max-np, --host-discovery-script) runs over Gloo, since "
+                       "an MPI job cannot re-form");
     o.gloo = true;  // an elastic job runs on Gloo: MPI cannot re-form
   }
   if (o.dry_run && o.gloo)
@@ -354,6 +360,9 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
   const auto ignored = [](const std::string& flags, const std::string& why) {
     std::cerr << "kolorun: " << flags << " ignored: " << why << "\n";
   };
+  if (o.gloo && start_timeout->count() > 0)
+    ignored("--start-timeout", "kolorun starts a Gloo job's workers itself, and they meet at its rendezvous within "
+                               "KOLO_CONTROL_TIMEOUT_SECONDS");
   if (!o.elastic()) {
     if (o.slots_per_host)
       ignored("--slots-per-host", "it is for elastic jobs (--min-np, --max-np, --host-discovery-script)");

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "kolo/kolo.h"
+#include "gloo_launch.h"
 #include "rank_exec.h"
 
 namespace kolo::launcher {
@@ -104,6 +105,22 @@ std::optional<Slots> known_slots(const LaunchOptions& options, const std::vector
 }
 
 }  // namespace
+
+void check_hosts_for_launcher(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
+                              const LaunchContext& context) {
+  if (options.gloo) {
+    if (starts_workers_with_srun(options, context.environment) && hosts.empty() &&
+        options.host_discovery_script.empty())
+      fail("inside a Slurm allocation, --gloo and elastic jobs start each worker as an srun step on its node: name "
+           "the nodes with -H (e.g. -H $(scontrol show hostnames | sed 's/$/:2/' | paste -sd,)) or a "
+           "--host-discovery-script");
+    if (!options.elastic()) plan_gloo_workers(options.num_ranks, hosts);  // enough slots for -np
+    return;
+  }
+  if (choose_launcher(options, context.environment) == Launcher::Srun && !hosts.empty())
+    fail("-H/--hostfile cannot be used with srun: srun runs the ranks on the allocation's nodes. Choose nodes with "
+         "salloc/sbatch, or use --launcher mpirun.");
+}
 
 void check_rank_count(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
                       const LaunchContext& context) {

@@ -30,6 +30,12 @@ inline constexpr int kMaxRanksPerSlot = 64;
 inline constexpr int kMaxRanks = 1 << 20;
 void check_rank_count(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
                       const LaunchContext& context);
+// The hosts against the launcher that will start the ranks: none under srun (the
+// allocation decides); a Gloo job inside an allocation names them (each worker is an srun
+// step on its node); a fixed Gloo job's hosts have a slot for every rank. Throws
+// kolo::Error (InvalidArgument), a bad command line, before anything starts.
+void check_hosts_for_launcher(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
+                              const LaunchContext& context);
 // getaddrinfo for every host, all within `bound` (after which kolorun goes on, warning).
 // A host that does not resolve fails the launch, or only warns (one line per host) where
 // the command is for another machine (--dry-run).

@@ -19,10 +19,8 @@ bool user_sets_kill_on_bad_exit(const LaunchOptions& o, const Environment& env) 
 
 LaunchCommand build_srun_command(const LaunchOptions& o, const std::vector<HostSlots>& hosts,
                                  const LaunchContext& context) {
-  if (!hosts.empty())
-    throw Error(StatusCode::InvalidArgument,
-                "kolorun: -H/--hostfile cannot be used with srun: srun runs the ranks on the "
-                "allocation's nodes. Choose nodes with salloc/sbatch, or use --launcher mpirun.");
+  // check_hosts_for_launcher (preflight.h) refuses -H/--hostfile under srun, with the reason.
+  if (!hosts.empty()) throw Error(StatusCode::InvalidArgument, "kolorun: -H/--hostfile cannot be used with srun");
   LaunchCommand command;
   command.launcher = Launcher::Srun;
   // srun exports its whole environment to the tasks (--export=ALL is the default), so

@@ -4,6 +4,7 @@
 
 #include "command.h"
 #include "kolo/kolo.h"
+#include "preflight.h"
 
 using namespace kolo::launcher;
 using Catch::Matchers::Contains;
@@ -270,8 +271,19 @@ TEST_CASE("inside a SLURM allocation srun starts the ranks through PMIx", "[comm
 TEST_CASE("srun takes no host list", "[command][slurm]") {
   LaunchOptions o = options_for(2);
   o.launcher = LauncherChoice::Srun;
-  CHECK_THROWS_WITH(build_command(o, {{"node0", 2}}, machine({"SLURM_JOB_ID=42"})),
+  CHECK_THROWS_WITH(check_hosts_for_launcher(o, {{"node0", 2}}, machine({"SLURM_JOB_ID=42"})),
                     Contains("--launcher mpirun"));
+  CHECK_THROWS(build_command(o, {{"node0", 2}}, machine({"SLURM_JOB_ID=42"})));
+  CHECK_NOTHROW(check_hosts_for_launcher(o, {}, machine({"SLURM_JOB_ID=42"})));
+}
+
+TEST_CASE("a Gloo job's hosts are checked before anything starts", "[command][gloo]") {
+  LaunchOptions o = options_for(3);
+  o.gloo = true;
+  CHECK_THROWS_WITH(check_hosts_for_launcher(o, {{"localhost", 2}}, machine()), Contains("-np 3 but the hosts have 2"));
+  CHECK_NOTHROW(check_hosts_for_launcher(o, {{"localhost", 3}}, machine()));
+  // Inside an allocation each worker is an srun step on a named node.
+  CHECK_THROWS_WITH(check_hosts_for_launcher(o, {}, machine({"SLURM_JOB_ID=42"})), Contains("name the nodes with -H"));
 }
 
 TEST_CASE("mpirun chosen inside an allocation drops the node's vader directory",

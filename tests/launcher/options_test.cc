@@ -159,7 +159,7 @@ TEST_CASE("a bad command line is an error that names the problem", "[options]") 
       INFO(flag << " " << value);
       CHECK_THAT(error_of({"-np", "2", flag, value, "prog"}), Contains(std::string(flag) + ": must be a number in [0"));
     }
-  CHECK_THAT(error_of({"--min-np", "1", "--elastic-timeout", "0", "prog"}), Contains("must be a number in (0, 1e9]"));
+  CHECK_THAT(error_of({"--min-np", "1", "--elastic-timeout", "0", "prog"}), Contains("must be a number in (0, 5e8]"));
   // What kolorun gives mpirun itself cannot come again through --mpi-args.
   CHECK_THAT(error_of({"-np", "1", "--mpi-args", "--oversubscribe -np 3", "prog"}),
              Contains("--mpi-args '-np': kolorun gives mpirun (or srun) that itself"));
