@@ -112,6 +112,17 @@ int report(const JobEnd& end, const JobOutput& output, const LaunchOptions& opti
   return job_exit_code(failure, end.launcher_exit_code);
 }
 
+// --output-filename's folder, made before anything starts: one that cannot be made fails
+// the launch (exit 1) rather than losing the ranks' logs.
+void make_output_directory(const LaunchOptions& options) {
+  if (options.output_filename.empty()) return;
+  std::error_code error;
+  std::filesystem::create_directories(options.output_filename, error);
+  KOLO_CHECK(!error, kolo::StatusCode::IoError,
+             "kolorun: cannot create the --output-filename directory '" + options.output_filename +
+                 "': " + error.message());
+}
+
 int launch(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
            const LaunchContext& context) {
   // A closed terminal or pipe must not kill kolorun while the job runs (the launcher
@@ -124,13 +135,7 @@ int launch(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
     return 0;
   }
   if (options.verbose) std::fprintf(stderr, "kolorun: running %s\n", format_command(command).c_str());
-  if (!options.output_filename.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.output_filename, error);
-    KOLO_CHECK(!error, kolo::StatusCode::IoError,
-               "kolorun: cannot create the --output-filename directory '" + options.output_filename +
-                   "': " + error.message());
-  }
+  make_output_directory(options);
 
   JobOutput output({options.num_ranks, options.output_filename, options.verbose});
   SupervisorSettings settings;
@@ -187,6 +192,7 @@ int main(int argc, char** argv) {
     }
     if (options->gloo) {
       check_program(options->command.front(), context.environment);
+      make_output_directory(*options);
       if (!starts_workers_with_srun(*options, context.environment)) {  // said, not silently dropped
         if (options->launcher == LauncherChoice::Srun)
           std::fputs("kolorun: --launcher srun ignored: outside a Slurm allocation kolorun starts a Gloo job's "
