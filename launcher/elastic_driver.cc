@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -150,6 +151,7 @@ class ElasticJob final : public rendezvous::Membership {
   std::set<std::string> back_after_cooldown_;
   std::map<std::string, int> times_blacklisted_;  // per host, for the cooldown's backoff
   Clock::time_point next_discovery_ = Clock::now();
+  std::future<std::string> discovery_;  // the script's run under way, if any
   std::optional<Clock::time_point> reset_began_;
   int resets_ = 0;
   int failures_in_round_ = 0;  // workers of the current round that exited with an error
@@ -177,15 +179,32 @@ void ElasticJob::blacklist(const std::string& host, const std::string& why) {
   std::fprintf(stderr, "kolorun: host %s blacklisted %s (%s)\n", host.c_str(), how_long.c_str(), why.c_str());
 }
 
+// The first discovery (force) runs here; later ones on a thread of their own, so that
+// kolorun's loop echoes output, collects exits and hears signals while a slow script runs
+// (as horovodrun's driver runs it on its own thread). A script's failure is thrown from
+// the call that collects it.
 void ElasticJob::discover(bool force) {
-  if (!force && Clock::now() < next_discovery_) return;
-  next_discovery_ = Clock::now() + kDiscoveryPeriod;
   std::vector<HostSlots> now = fixed_hosts_;
-  if (!options_.host_discovery_script.empty())
-    now = parse_discovered_hosts(run_discovery(options_.host_discovery_script, context_.environment),
-                                 options_.slots_per_host.value_or(1));
-  else if (now.empty())
-    now = {{"localhost", std::max(options_.num_ranks, options_.max_np.value_or(0))}};
+  if (!options_.host_discovery_script.empty()) {
+    std::string output;
+    if (force) {
+      output = run_discovery(options_.host_discovery_script, context_.environment);
+    } else if (discovery_.valid()) {
+      if (discovery_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+      next_discovery_ = Clock::now() + kDiscoveryPeriod;
+      output = discovery_.get();  // throws the script's failure
+    } else {
+      if (Clock::now() >= next_discovery_)
+        discovery_ = std::async(std::launch::async, run_discovery, options_.host_discovery_script,
+                                context_.environment);
+      return;
+    }
+    now = parse_discovered_hosts(output, options_.slots_per_host.value_or(1));
+  } else {
+    if (!force && Clock::now() < next_discovery_) return;
+    next_discovery_ = Clock::now() + kDiscoveryPeriod;
+    if (now.empty()) now = {{"localhost", std::max(options_.num_ranks, options_.max_np.value_or(0))}};
+  }
   bool changed = now.size() != hosts_.size();
   for (size_t i = 0; !changed && i < now.size(); ++i)
     changed = now[i].host != hosts_[i].host || now[i].slots != hosts_[i].slots;
