@@ -27,8 +27,9 @@ Tensor Conv2d::forward(const Tensor& input) {
   const ConvShape s = conv_shape(options_, input, weight_->name);
   check_device(weight_->value, input.device(), weight_->name, "the input");
   Tensor y = Tensor::uninitialized({s.batch, s.out_channels, s.out_height(), s.out_width()}, input.device());
-  kernels(input.device()).conv2d_forward(s, input.data(), weight_->value.data(), bias_ ? bias_->value.data() : nullptr,
-                           y.data());
+  if (s.batch > 0)  // an empty batch has nothing to compute (the kernels divide work by it)
+    kernels(input.device()).conv2d_forward(s, input.data(), weight_->value.data(),
+                                           bias_ ? bias_->value.data() : nullptr, y.data());
   if (is_training()) input_ = input;
   return y;
 }
@@ -37,9 +38,10 @@ Tensor Conv2d::backward(const Tensor& grad_output) {
   const ConvShape s = conv_shape(options_, input_, weight_->name);
   check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
   Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape(), input_.device()) : Tensor();
-  kernels(input_.device()).conv2d_backward(s, input_.data(), weight_->value.data(), grad_output.data(),
-                            needs_input_grad() ? dx.data() : nullptr,
-                            weight_->grad.data(), bias_ ? bias_->grad.data() : nullptr);
+  if (s.batch > 0)  // gradients add up: an empty batch adds nothing
+    kernels(input_.device()).conv2d_backward(s, input_.data(), weight_->value.data(), grad_output.data(),
+                                              needs_input_grad() ? dx.data() : nullptr, weight_->grad.data(),
+                                              bias_ ? bias_->grad.data() : nullptr);
   input_ = Tensor();
   if (bias_) grad_ready(*bias_);
   grad_ready(*weight_);

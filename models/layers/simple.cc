@@ -75,7 +75,9 @@ Tensor GlobalAvgPool::backward(const Tensor& grad_output) {
 
 Tensor Flatten::forward(const Tensor& input) {
   input_shape_ = input.shape();
-  return input.reshape({input.dim(0), input.numel() / std::max<int64_t>(1, input.dim(0))});
+  int64_t features = 1;  // from the shape, not numel / N: an empty batch keeps its feature count
+  for (int i = 1; i < input.ndim(); ++i) features *= input.dim(i);
+  return input.reshape({input.dim(0), features});
 }
 
 Tensor Flatten::backward(const Tensor& grad_output) { return grad_output.reshape(input_shape_); }

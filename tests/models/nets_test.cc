@@ -81,3 +81,20 @@ TEST_CASE("initialisation is seeded and reproducible", "[nets]") {
   CHECK(std::sqrt(sum_sq / double(wa.numel())) == Approx(std::sqrt(2.0 / (128 * 9))).epsilon(0.03));
   CHECK(a->find_parameter("layer2.0.bn1.weight")->value[0] == 1.0f);
 }
+
+TEST_CASE("an empty batch goes through a net and back without computing anything", "[nets]") {
+  // The convolution kernels split work by the batch: 0 once divided by zero.
+  auto mnist = mnist_convnet(10);
+  initialize(*mnist, 1);
+  const Tensor out = mnist->forward(Tensor({0, 1, 28, 28}));
+  CHECK(out.shape() == std::vector<int64_t>{0, 10});
+  for (Parameter* p : mnist->parameters()) p->grad.fill(0.25f);
+  mnist->backward(Tensor({0, 10}));
+  for (Parameter* p : mnist->parameters()) CHECK(p->grad[0] == 0.25f);  // nothing added
+  auto resnet = make_net("resnet18", 10);
+  initialize(*resnet, 1);
+  resnet->eval();
+  CHECK(resnet->forward(Tensor({0, 3, 32, 32})).shape() == std::vector<int64_t>{0, 10});
+  resnet->train();  // batch statistics of no values: an error, as in PyTorch
+  CHECK_THROWS_AS(resnet->forward(Tensor({0, 3, 32, 32})), kolo::Error);
+}
