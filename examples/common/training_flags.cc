@@ -1,6 +1,7 @@
 #include "common/training_flags.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <thread>
@@ -17,6 +18,7 @@ CLI::Validator number_check(bool zero_allowed) {
       [zero_allowed](std::string& text) -> std::string {
         double value = 0;
         if (!CLI::detail::lexical_cast(text, value)) return "'" + text + "' is not a number";
+        if (!std::isfinite(value)) return "must be a finite number, got " + text;
         if (value < 0 || (value == 0 && !zero_allowed)) {
           return std::string("must be ") + (zero_allowed ? "0 or more" : "positive") + ", got " + text;
         }

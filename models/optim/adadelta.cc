@@ -11,7 +11,7 @@ Adadelta::Adadelta(std::vector<Parameter*> params, const AdadeltaOptions& option
   const auto invalid = [](const std::string& what, double value) {
     throw Error(StatusCode::InvalidArgument, "kolo: adadelta: invalid " + what + " " + std::to_string(value));
   };
-  if (!(options.lr >= 0)) invalid("learning rate", options.lr);
+  if (!is_learning_rate(options.lr)) invalid("learning rate", options.lr);
   if (!(options.rho >= 0 && options.rho <= 1)) invalid("rho", options.rho);
   if (!(options.eps >= 0)) invalid("epsilon", options.eps);
   if (!(options.weight_decay >= 0)) invalid("weight_decay", options.weight_decay);
@@ -56,7 +56,7 @@ void Adadelta::load_state(const OptimizerState& state) {
   if (square_avg.empty() != acc_delta.empty())
     fail(name(), "the state has " + std::to_string(square_avg.size()) + " square_avg but " +
                      std::to_string(acc_delta.size()) + " acc_delta tensors");
-  lr_ = scalar_or(state, "lr", lr_);
+  lr_ = lr_of(state, lr_, name());
   square_avg_ = to_parameter_devices(square_avg, params_);
   acc_delta_ = to_parameter_devices(acc_delta, params_);
 }

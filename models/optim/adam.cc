@@ -14,7 +14,7 @@ Adam::Adam(std::vector<Parameter*> params, const AdamOptions& options)
   const auto invalid = [](const std::string& what, double value) {
     throw Error(StatusCode::InvalidArgument, "kolo: adam: invalid " + what + " " + std::to_string(value));
   };
-  if (!(options.lr >= 0)) invalid("learning rate", options.lr);
+  if (!is_learning_rate(options.lr)) invalid("learning rate", options.lr);
   if (!(options.eps >= 0)) invalid("epsilon", options.eps);
   if (!(options.beta1 >= 0 && options.beta1 < 1)) invalid("beta1", options.beta1);
   if (!(options.beta2 >= 0 && options.beta2 < 1)) invalid("beta2", options.beta2);
@@ -70,7 +70,7 @@ void Adam::load_state(const OptimizerState& state) {
   if (m.empty() != v.empty() || (!params_.empty() && (steps > 0) == m.empty()))
     fail(name(), "'step' is " + std::to_string(steps) + " but the state has " +
                      std::to_string(m.size()) + " exp_avg and " + std::to_string(v.size()) + " exp_avg_sq tensors");
-  lr_ = scalar_or(state, "lr", lr_);
+  lr_ = lr_of(state, lr_, name());
   steps_ = steps;
   m_ = to_parameter_devices(m, params_);
   v_ = to_parameter_devices(v, params_);

@@ -55,6 +55,10 @@ std::vector<Kernels::UpdateTensors> update_tensors(const std::vector<Parameter*>
 double scalar_or(const OptimizerState& state, const std::string& name, double fallback);
 // The scalar "step" as a count: throws unless it is a non-negative integer.
 int64_t step_count(const OptimizerState& state, const std::string& optimizer);
+// Whether `lr` is a learning rate: finite and 0 or more (inf or nan would train on silently).
+bool is_learning_rate(double lr);
+// The scalar "lr", or `fallback` without one: throws unless it is a learning rate.
+double lr_of(const OptimizerState& state, double fallback, const std::string& optimizer);
 
 // Throws unless p.grad has as many values as p.value (a hand-made Parameter may lack one).
 void check_grad(const Parameter& p, const std::string& optimizer);

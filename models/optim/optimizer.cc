@@ -9,6 +9,12 @@
 
 namespace kolo::models {
 
+void Optimizer::set_lr(double lr) {
+  if (!optim_detail::is_learning_rate(lr))
+    throw Error(StatusCode::InvalidArgument, "kolo: " + name() + ": invalid learning rate " + std::to_string(lr));
+  lr_ = lr;
+}
+
 void Optimizer::zero_grad() {
   for (Parameter* p : params_) p->grad.fill(0.0f);
 }
@@ -155,6 +161,14 @@ void check_known_tensors(const OptimizerState& state, const std::vector<std::str
 double scalar_or(const OptimizerState& state, const std::string& name, double fallback) {
   auto it = state.scalars.find(name);
   return it == state.scalars.end() ? fallback : it->second;
+}
+
+bool is_learning_rate(double lr) { return std::isfinite(lr) && lr >= 0; }
+
+double lr_of(const OptimizerState& state, double fallback, const std::string& optimizer) {
+  const double lr = scalar_or(state, "lr", fallback);
+  if (!is_learning_rate(lr)) fail(optimizer, "scalar 'lr' is " + std::to_string(lr) + ", not a learning rate");
+  return lr;
 }
 
 int64_t step_count(const OptimizerState& state, const std::string& optimizer) {

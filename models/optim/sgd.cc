@@ -12,7 +12,7 @@ SGD::SGD(std::vector<Parameter*> params, const SgdOptions& options)
   const auto invalid = [](const std::string& what) {
     throw Error(StatusCode::InvalidArgument, "kolo: sgd: " + what);
   };
-  if (!(options.lr >= 0)) invalid("invalid learning rate " + std::to_string(options.lr));
+  if (!is_learning_rate(options.lr)) invalid("invalid learning rate " + std::to_string(options.lr));
   if (!(options.momentum >= 0)) invalid("invalid momentum " + std::to_string(options.momentum));
   if (!(options.weight_decay >= 0)) invalid("invalid weight_decay " + std::to_string(options.weight_decay));
   // As torch.optim.SGD: Nesterov's look-ahead is defined for undampened momentum only.
@@ -61,7 +61,7 @@ void SGD::load_state(const OptimizerState& state) {
   check_known_tensors(state, options_.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{},
                       params_, name());
   std::vector<Tensor> momentum = to_parameter_devices(load_buffers(state, "momentum", params_, name()), params_);
-  lr_ = scalar_or(state, "lr", lr_);
+  lr_ = lr_of(state, lr_, name());
   momentum_ = std::move(momentum);
 }
 

@@ -185,6 +185,8 @@ def bad_flags(runner, work):
         (["--epochs", "abc"], r"--epochs"),
         (["--optimizer", "rmsprop"], r"rmsprop"),
         (["--batch-size", "0"], r"--batch-size"),
+        (["--lr", "nan"], r"--lr: must be a finite number"),  # nan once read as "not given"
+        (["--warmup-epochs", "inf"], r"--warmup-epochs: must be a finite number"),
         (["--resume"], r"--resume requires --checkpoint-dir"),
         (["--no-such-flag"], r"--no-such-flag"),
     ]

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <numbers>
 
@@ -104,6 +105,20 @@ TEST_CASE("SGD rejects settings PyTorch rejects", "[optim][sgd]") {
   auto p = param("w", {1});
   CHECK_THROWS_AS(SGD({p.get()}, {.lr = -1}), kolo::Error);
   CHECK_THROWS_AS(SGD({p.get()}, {.momentum = 0, .nesterov = true}), kolo::Error);
+  // Not a rate at all: they would train on silently (nan), or to nan (inf).
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    CHECK_THROWS_AS(SGD({p.get()}, {.lr = bad}), kolo::Error);
+    CHECK_THROWS_AS(Adam({p.get()}, {.lr = bad}), kolo::Error);
+    CHECK_THROWS_AS(Adadelta({p.get()}, {.lr = bad}), kolo::Error);
+  }
+  SGD sgd({p.get()}, {.lr = 0.5});
+  CHECK_THROWS_WITH(sgd.set_lr(-1), Catch::Contains("invalid learning rate"));
+  CHECK_THROWS_AS(sgd.set_lr(std::numeric_limits<double>::quiet_NaN()), kolo::Error);
+  CHECK(sgd.lr() == 0.5);
+  OptimizerState state = sgd.state();
+  state.scalars["lr"] = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(sgd.load_state(state), Catch::Contains("scalar 'lr' is inf"));
+  CHECK(sgd.lr() == 0.5);
   CHECK_THROWS_AS(SGD({p.get()}, {.momentum = 0.9, .dampening = 0.1, .nesterov = true}), kolo::Error);
 }
 

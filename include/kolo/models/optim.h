@@ -33,7 +33,8 @@ class Optimizer {
   void zero_grad();
 
   double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
+  // A finite rate of 0 or more; throws kolo::Error (InvalidArgument) otherwise.
+  void set_lr(double lr);
   const std::vector<Parameter*>& parameters() const { return params_; }
 
   // State is keyed by parameter name: both throw kolo::Error if two parameters share one.
