@@ -45,7 +45,7 @@ void add_cifar_flags(CLI::App& app, CifarFlags& f) {
                  "none: synthetic data of the same shape, 50,000 + 10,000 images or --train-limit/--test-limit");
   app.add_option("--model", f.model)->check(CLI::IsMember(kModels))->capture_default_str();
   app.add_option("--image-size", f.image_size, "images are resized (bilinear) to this height and width")
-      ->check(kPositive)->capture_default_str();
+      ->check(CLI::Range(1, 1024))->capture_default_str();
   add_data_limit_flags(app, f.limits);
   app.add_option("--steps-per-epoch", f.steps_per_epoch,
                  "epochs of N steps, on the first N x batch x ranks training images")
@@ -94,10 +94,26 @@ int train_cifar10(int argc, char** argv) {
   models::set_num_threads(threads_per_rank(flags));
   const bool root = models::is_root();
 
-  if (cifar.steps_per_epoch > 0) cifar.limits.train = cifar.steps_per_epoch * flags.batch_size * kolo::size();
+  // --steps-per-epoch N: the first N x batch x ranks training images, which must exist (and
+  // fit in memory, for synthetic data).
+  constexpr int64_t kMostImages = int64_t(1) << 31;
+  const int64_t images_per_step = flags.batch_size * kolo::size();
+  fail_together([&] {
+    if (cifar.steps_per_epoch > kMostImages / images_per_step)
+      throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                        "--steps-per-epoch " + std::to_string(cifar.steps_per_epoch) + ": " +
+                            std::to_string(images_per_step) + " images a step makes more than 2^31 images an epoch");
+  });
+  if (cifar.steps_per_epoch > 0) cifar.limits.train = cifar.steps_per_epoch * images_per_step;
   CifarData data;
   fail_together([&] {
     data = load_cifar10_or_synthetic(cifar.data_dir, cifar.limits.train, cifar.limits.test, flags.seed);
+    if (cifar.steps_per_epoch > 0 && data.train.count < cifar.limits.train)
+      throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                        "--steps-per-epoch " + std::to_string(cifar.steps_per_epoch) + " needs " +
+                            with_thousands(cifar.limits.train) + " training images (" +
+                            std::to_string(images_per_step) + " a step), and " + cifar.data_dir + " has " +
+                            with_thousands(data.train.count));
   });
   models::DistributedSampler sampler(data.train.count, kolo::rank(), kolo::size(), /*shuffle=*/true, flags.seed);
   models::DataLoader train_loader(data.train, sampler, loader_options(cifar, flags, !cifar.no_augment));

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "common/fail_together.h"
 #include "kolo/kolo.h"
@@ -35,6 +36,9 @@ int example_main(const std::string& program, int argc, char** argv, const std::f
   try {
     status = body(argc, argv);
   } catch (const ReportedFailure&) {
+    status = 1;
+  } catch (const std::bad_alloc&) {  // its what() says only "std::bad_alloc"
+    report_error("out of memory: the batch size, image size or model needs more than this machine has");
     status = 1;
   } catch (const std::exception& e) {
     report_error(e.what());

@@ -64,7 +64,7 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
       ->check(CLI::IsMember({"cosine", "constant"}))->capture_default_str();
   app.add_option("--seed", f.seed, "initial weights and data order")->capture_default_str();
   app.add_option("--threads", f.threads, "compute threads per rank (default: cores / ranks on this machine)")
-      ->check(kPositive);
+      ->check(CLI::Range(1, 1024));
   CLI::Option* dir = app.add_option("--checkpoint-dir", f.checkpoint_dir,
                                     "save a checkpoint there after every epoch (the newest two are kept)");
   app.add_flag("--resume", f.resume, "continue from the newest checkpoint in --checkpoint-dir, if any")->needs(dir);

@@ -13,8 +13,10 @@ Cases:
                epoch, val_acc reported; the archive's parent folder works too, and
                --steps-per-epoch cuts an epoch short.
   bad-data     missing folder, empty folder, no test_batch.bin, a truncated file, a bad
-               label: each fails with one message naming the folder or file and the problem.
-  bad-flags    unknown model, --steps-per-epoch with --train-limit: one clear message.
+               label, fewer images than --steps-per-epoch needs: each fails with one message
+               naming the folder or file and the problem.
+  bad-flags    unknown model, --steps-per-epoch with --train-limit or too large, --image-size
+               too large: one clear message.
 """
 import math
 import os
@@ -123,12 +125,21 @@ def cifar_bad_data(runner, work):
     write_cifar_file(os.path.join(bad_label, "test_batch.bin"), 4, seed=7, bad_label_at=2)
     fails_once(runner, "cifar10_resnet", ["--data-dir", bad_label], os.path.join(bad_label, "test_batch.bin"),
                "label 12 at index 2")
+    # Fewer images than --steps-per-epoch needs: said, not an epoch of fewer steps.
+    small = fresh(os.path.join(work, "small"))
+    write_cifar_file(os.path.join(small, "data_batch_1.bin"), 4, seed=8)
+    write_cifar_file(os.path.join(small, "test_batch.bin"), 4, seed=9)
+    fails_once(runner, "cifar10_resnet", ["--data-dir", small, "--steps-per-epoch", "50", "--batch-size", "4"],
+               "--steps-per-epoch 50 needs", "has 4")
 
 
 def cifar_bad_flags(runner, work):
     fails_once(runner, "cifar10_resnet", ["--model", "resnet9"], "resnet9")
     fails_once(runner, "cifar10_resnet", ["--steps-per-epoch", "2", "--train-limit", "64"], "--steps-per-epoch",
                "--train-limit")
+    # Once an overflow, and an epoch of 50,000 synthetic images.
+    fails_once(runner, "cifar10_resnet", ["--steps-per-epoch", "4611686018427387904"], "more than 2^31 images")
+    fails_once(runner, "cifar10_resnet", ["--image-size", "100000"], "--image-size")
 
 
 CASES = {"synthetic": cifar_synthetic, "file": cifar_file, "bad-data": cifar_bad_data, "bad-flags": cifar_bad_flags}
