@@ -79,6 +79,12 @@ int64_t resume_from_latest(const CheckpointDir& dir, models::Module& net, models
     const std::string newest = dir.latest_path();
     if (newest.empty()) return;
     checkpoint = models::load_checkpoint(newest);
+    // Saved after an epoch, so 1 or more: restoring an "epoch 0" on rank 0 alone, without
+    // the broadcast that follows a real one, would leave the ranks apart.
+    if (checkpoint.epoch < 1)
+      throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                        newest + " says epoch " + std::to_string(checkpoint.epoch) +
+                            ": not a checkpoint this program saved after an epoch");
     models::restore(checkpoint, net, &optimizer);
     epoch[0] = checkpoint.epoch;
   });

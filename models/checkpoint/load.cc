@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -135,6 +136,15 @@ class Reader {
 
 // ---- Sections ---------------------------------------------------------------------------------
 
+// The epochs completed: a count, not more than an int64 holds (a larger one was a
+// negative epoch, and a resumed run counted up from it).
+int64_t read_epoch(Reader& in) {
+  const uint64_t epoch = in.u64("epoch");
+  if (epoch > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    in.corrupt("epoch " + std::to_string(epoch) + " is not a count of epochs");
+  return static_cast<int64_t>(epoch);
+}
+
 void read_tensors(Reader& in, Checkpoint& c) {
   const uint64_t n = in.count("tensor count", 8 + 4 + 8);
   for (uint64_t i = 0; i < n; ++i) {
@@ -198,7 +208,7 @@ Checkpoint read_sections(Reader& in) {
     in.set_end(section_end);
     if (tag == kTensorsTag) read_tensors(in, c);
     else if (tag == kOptimizerTag) read_optimizer(in, c);
-    else if (tag == kEpochTag) c.epoch = static_cast<int64_t>(in.u64("epoch"));
+    else if (tag == kEpochTag) c.epoch = read_epoch(in);
     else if (tag == kRngTag) read_strings(in, c.rng);
     else if (tag == kMetadataTag) read_strings(in, c.metadata);
     else in.skip(length);  // a section from a later writer of the same version: not ours to read

@@ -123,7 +123,8 @@ std::vector<int64_t> shape_of(const Checkpoint& c, const std::string& name, cons
   int64_t numel = 1;
   for (int64_t d : it->second) {
     if (d < 0) invalid(path, "tensor '" + name + "' has a negative dimension in " + shape_string(it->second));
-    numel *= d;
+    if (__builtin_mul_overflow(numel, d, &numel))  // {2^62, 4, 0} must not pass as 0 elements
+      invalid(path, "tensor '" + name + "' has shape " + shape_string(it->second) + ", too many elements to count");
   }
   if (numel != static_cast<int64_t>(values.size()))
     invalid(path, "tensor '" + name + "' has shape " + shape_string(it->second) + " but " +
@@ -142,6 +143,7 @@ void put_section(Out& out, uint32_t tag, const Payload& payload) {
 
 template <typename Out>
 void put_sections(Out& out, const Checkpoint& c, const std::string& path) {
+  if (c.epoch < 0) invalid(path, "epoch " + std::to_string(c.epoch) + " is not a count of epochs");
   put_section(out, kTensorsTag, [&](auto& o) {
     put_u64(o, c.tensors.size());
     for (const auto& [name, values] : c.tensors) {

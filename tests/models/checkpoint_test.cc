@@ -323,5 +323,15 @@ TEST_CASE("an inconsistent checkpoint is refused before any file is created", "[
   bad.shapes["conv.weight"] = {3, 3};
   CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { save_checkpoint(bad, dir / "bad.ckpt"); }),
              Catch::Contains("conv.weight"));
+  // A shape whose product overflows once passed as empty beside an empty tensor.
+  Checkpoint overflowing = small_checkpoint();
+  overflowing.tensors["empty"] = {};
+  overflowing.shapes["empty"] = {int64_t{1} << 62, 4, 0};
+  CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { save_checkpoint(overflowing, dir / "bad.ckpt"); }),
+             Catch::Contains("too many elements"));
+  Checkpoint negative_epoch = small_checkpoint();
+  negative_epoch.epoch = -1;
+  CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { save_checkpoint(negative_epoch, dir / "bad.ckpt"); }),
+             Catch::Contains("epoch -1 is not a count of epochs"));
   CHECK(fs::is_empty(dir.path));
 }
