@@ -1,10 +1,14 @@
 #include "common/checkpoint_dir.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <regex>
 #include <map>
+#include <regex>
 #include <vector>
 
 #include "common/fail_together.h"
@@ -52,14 +56,22 @@ std::string CheckpointDir::latest_path() const {
   return saved.empty() ? "" : saved.rbegin()->second.string();
 }
 
-void CheckpointDir::save(const models::Checkpoint& checkpoint) const {
+void CheckpointDir::prepare() const {
   std::error_code error;
   fs::create_directories(folder_, error);
   if (error) {
     throw kolo::Error(kolo::StatusCode::IoError,
                       "cannot create the checkpoint folder " + folder_ + ": " + error.message());
   }
+  if (::access(folder_.c_str(), W_OK | X_OK) != 0)
+    throw kolo::Error(kolo::StatusCode::IoError,
+                      "cannot write into the checkpoint folder " + folder_ + ": " + std::strerror(errno));
+}
+
+void CheckpointDir::save(const models::Checkpoint& checkpoint) const {
+  prepare();
   models::save_checkpoint(checkpoint, path_for(checkpoint.epoch));
+  std::error_code error;
   // Only older epochs go: never the one just saved, whatever else the folder holds.
   std::map<int64_t, fs::path> saved = saved_checkpoints(folder_);
   int64_t kept = static_cast<int64_t>(saved.size());

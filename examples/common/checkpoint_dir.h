@@ -24,6 +24,10 @@ class CheckpointDir {
   int64_t latest_epoch() const;
   // That checkpoint's file, as named in the folder; empty if there is none.
   std::string latest_path() const;
+  // Creates the folder if needed and checks that this process can write there: before the
+  // first epoch, so that a bad folder is said then, not after an epoch's training. Throws
+  // kolo::Error (IoError) naming the folder.
+  void prepare() const;
   // Creates the folder if needed, writes <folder>/checkpoint-epoch-<epoch>.kolo atomically,
   // then removes the oldest ones beyond `keep`, only those of earlier epochs. Throws
   // kolo::Error naming the path on failure.

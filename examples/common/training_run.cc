@@ -73,7 +73,9 @@ TrainingResult run_training(TrainingRun& run) {
   // A new run must not mix its checkpoints with another run's: the newest would be the
   // other's, and --resume would continue that one.
   fail_together([&] {
-    if (!root || flags.resume) return;
+    if (!root || !checkpoints.enabled()) return;
+    checkpoints.prepare();
+    if (flags.resume) return;
     const std::string newest = checkpoints.latest_path();
     if (newest.empty()) return;
     throw kolo::Error(kolo::StatusCode::InvalidArgument,

@@ -179,6 +179,15 @@ def resume(runner, work):
           "a new run in a folder of checkpoints was not refused", done.stdout + done.stderr)
     check(sorted(os.listdir(parts)) == before, f"the refused run changed the folder: {sorted(os.listdir(parts))}")
 
+    # A --checkpoint-dir that cannot be a folder is said before the first epoch, not after it.
+    not_a_folder = os.path.join(work, "a-file")
+    with open(not_a_folder, "w") as f:
+        f.write("x")
+    done = runner.run(2, *common, "--checkpoint-dir", not_a_folder)
+    check(done.returncode != 0 and "cannot create the checkpoint folder" in done.stderr,
+          "a file as --checkpoint-dir was not refused", done.stdout + done.stderr)
+    check(not epoch_lines(done.stdout), "an epoch trained before the bad --checkpoint-dir was said", done.stdout)
+
 
 def bad_flags(runner, work):
     cases = [
