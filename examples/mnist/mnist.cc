@@ -42,10 +42,12 @@ void load(const DataFlags& flags, models::Dataset& train, models::Dataset& test)
                                     "Fashion-MNIST is in Debian's dataset-fashion-mnist package, in " +
                                     models::default_fashion_mnist_folder() + ")");
   }
-  if (train.channels != 1 || train.height != 28 || train.width != 28 || test.height != 28 || test.width != 28) {
-    throw kolo::Error(kolo::StatusCode::InvalidArgument,
-                      flags.folder + ": the MNIST net needs 28x28 grey images, found " + std::to_string(train.channels) +
-                          "x" + std::to_string(train.height) + "x" + std::to_string(train.width));
+  for (const auto& [split, set] : {std::pair<const char*, const models::Dataset&>{"train", train}, {"t10k", test}}) {
+    if (set.channels != 1 || set.height != 28 || set.width != 28)
+      throw kolo::Error(kolo::StatusCode::InvalidArgument,
+                        flags.folder + ": the MNIST net needs 28x28 grey images, and the " + split + " images are " +
+                            std::to_string(set.channels) + "x" + std::to_string(set.height) + "x" +
+                            std::to_string(set.width));
   }
   keep_first(train, flags.limits.train);
   keep_first(test, flags.limits.test);
