@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace {
@@ -40,6 +41,7 @@ class GzipFile {
 int64_t read_header(GzipFile& file, int32_t magic, int64_t limit) {
   if (file.read_int32() != magic) throw std::runtime_error(file.path() + ": not an IDX file of the expected kind");
   const int64_t count = file.read_int32();
+  if (count < 0) throw std::runtime_error(file.path() + ": a negative item count (" + std::to_string(count) + ")");
   return limit > 0 && limit < count ? limit : count;
 }
 
@@ -56,11 +58,17 @@ FashionMnist::FashionMnist(const std::string& root, Mode mode, int64_t limit) {
   GzipFile images(prefix + "-images-idx3-ubyte.gz");
   const int64_t n = read_header(images, kImagesMagic, limit);
   const int64_t rows = images.read_int32(), cols = images.read_int32();
+  if (rows != 28 || cols != 28)  // the net's shape; torch would fail deep inside forward()
+    throw std::runtime_error(images.path() + ": " + std::to_string(rows) + "x" + std::to_string(cols) +
+                             " images, and the net takes 28x28");
   images_ = read_bytes(images, {n, 1, rows, cols}).to(torch::kFloat32).div_(255);
 
   GzipFile labels(prefix + "-labels-idx1-ubyte.gz");
   if (read_header(labels, kLabelsMagic, limit) != n) throw std::runtime_error(labels.path() + ": fewer labels than images");
   targets_ = read_bytes(labels, {n}).to(torch::kInt64);
+  if (n > 0 && targets_.max().item<int64_t>() > 9)
+    throw std::runtime_error(labels.path() + ": a label above 9 (" + std::to_string(targets_.max().item<int64_t>()) +
+                             "), and Fashion-MNIST has 10 classes");
 }
 
 torch::data::Example<> FashionMnist::get(size_t index) {

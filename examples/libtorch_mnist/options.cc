@@ -1,6 +1,7 @@
 // Parses the example's flags (options.h).
 #include "options.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string_view>
 #include <type_traits>
@@ -26,8 +27,9 @@ T number(std::string_view flag, const std::string& text, T min) {
   } catch (const std::exception&) {
     end = 0;
   }
-  if (end == 0 || end != text.size() || value < min) {
-    throw std::invalid_argument("bad value for " + std::string(flag) + ": '" + text + "' (expected a number >= " +
+  // !(value >= min): nan is not a number >= min either; inf is refused as well.
+  if (end == 0 || end != text.size() || !(value >= min) || !std::isfinite(static_cast<double>(value))) {
+    throw std::invalid_argument("bad value for " + std::string(flag) + ": '" + text + "' (expected a finite number >= " +
                                 std::to_string(min) + ")");
   }
   return value;
