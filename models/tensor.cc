@@ -65,12 +65,17 @@ std::shared_ptr<float> allocate(int64_t count, Device device) {
 }
 
 int64_t count_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
+  // The product of the non-zero dimensions must fit too: {2^40, 2^40, 0} is a shape no
+  // tensor has (its product once overflowed to 0 without the 0), not an empty one.
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) throw Error(StatusCode::InvalidArgument, "kolo: negative dimension in shape " + shape_string(shape));
-    n *= d;
+    if (d == 0) empty = true;
+    else if (__builtin_mul_overflow(nonzero, d, &nonzero))
+      throw Error(StatusCode::InvalidArgument, "kolo: shape " + shape_string(shape) + " has too many elements");
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ void check_crc(int fd, const std::string& path, uint64_t length) {
 
 Checkpoint load_checkpoint(const std::string& path) {
   File file;
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block the open
   if (file.fd < 0) os_failure(path, std::strerror(errno));
   struct stat st;
   if (::fstat(file.fd, &st) != 0) os_failure(path, std::strerror(errno));

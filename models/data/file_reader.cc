@@ -2,6 +2,9 @@
 // name the file.
 #include "file_reader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -21,9 +24,22 @@ void corrupt(const std::string& path, const std::string& problem) {
 }
 
 FileReader::FileReader(const std::string& path) : path_(path) {
+  // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; only a regular
+  // file goes on to be read, where the flag changes nothing.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) unreadable(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string why = S_ISDIR(st.st_mode) ? std::strerror(EISDIR) : "not a regular file";
+    ::close(fd);
+    unreadable(path, "cannot read: " + why);
+  }
   errno = 0;
-  file_ = gzopen(path.c_str(), "rb");
-  if (file_ == nullptr) unreadable(path, std::string("cannot open: ") + std::strerror(errno != 0 ? errno : ENOMEM));
+  file_ = gzdopen(fd, "rb");  // owns fd from here
+  if (file_ == nullptr) {
+    ::close(fd);
+    unreadable(path, std::string("cannot open: ") + std::strerror(errno != 0 ? errno : ENOMEM));
+  }
 }
 
 FileReader::~FileReader() {
@@ -35,8 +51,9 @@ std::size_t FileReader::read_some(uint8_t* into, std::size_t want) {
   const int got = gzread(file_, into, static_cast<unsigned>(want));
   int code = Z_OK;
   std::string reason = gzerror(file_, &code);
-  // zlib starts its message with the path, which ours already names.
-  if (reason.starts_with(path_ + ": ")) reason.erase(0, path_.size() + 2);
+  // zlib starts its message with what it opened ("<fd:3>: "), which ours names as the path.
+  if (const std::size_t end = reason.find(">: "); reason.starts_with("<fd:") && end != std::string::npos)
+    reason.erase(0, end + 3);
   if (got < 0) {
     // Z_ERRNO: the read itself failed (a directory, an I/O error); otherwise corrupt gzip.
     if (code == Z_ERRNO) unreadable(path_, std::string("cannot read: ") + std::strerror(errno));

@@ -4,6 +4,7 @@
 // right but whose contents lie (counts and lengths far beyond the file). Each must give a
 // kolo::Error naming the file; none may crash or allocate more than the file holds.
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <random>
@@ -84,6 +85,9 @@ TEST_CASE("a missing file is reported with the path and the reason", "[checkpoin
   CHECK_THAT(message, Catch::Contains(dir / "nope.ckpt") && Catch::Contains("No such file or directory"));
   CHECK_THAT(error_of(StatusCode::IoError, [&] { load_checkpoint(dir.path.string()); }),
              Catch::Contains("not a regular file"));
+  const std::string fifo = dir / "fifo.ckpt";  // its open once waited for a writer
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(error_of(StatusCode::IoError, [&] { load_checkpoint(fifo); }), Catch::Contains("not a regular file"));
 }
 
 TEST_CASE("a file cut short anywhere is reported as truncated", "[checkpoint][format]") {

@@ -3,6 +3,7 @@
 // temporary folder; tests/models/data/ holds two tiny gzip IDX files (3 images of 2×3,
 // labels 2 0 9) written by Python's gzip module.
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -151,6 +152,12 @@ TEST_CASE("malformed IDX files are errors that name the file and the problem", "
   SECTION("a folder instead of a file") {
     CHECK_THAT(error_of(StatusCode::IoError, [&] { load_idx(dir.path.string(), labels); }),
                Catch::Contains(dir.path.string() + ": cannot read"));
+  }
+  SECTION("a FIFO instead of a file: an error, not a wait for a writer") {
+    const std::string fifo = dir / "fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(error_of(StatusCode::IoError, [&] { load_idx(fifo, labels); }),
+               Catch::Contains(fifo + ": cannot read: not a regular file"));
   }
   SECTION("labels where images belong, and the reverse") {
     CHECK_THAT(error_of(StatusCode::InvalidArgument, [&] { load_idx(labels, labels); }),

@@ -15,3 +15,11 @@ TEST_CASE("tensor copies share storage and clone does not", "[tensor]") {
   CHECK(a.reshape({3, 2}).dim(0) == 3);
   CHECK_THROWS_AS(a.reshape({4, 2}), kolo::Error);
 }
+
+TEST_CASE("a shape whose element count overflows is an error, not an empty tensor", "[tensor]") {
+  CHECK_THROWS_WITH(Tensor({int64_t{1} << 40, int64_t{1} << 40}), Catch::Contains("has too many elements"));
+  CHECK_THROWS_WITH(Tensor({int64_t{1} << 40, int64_t{1} << 40, 0}), Catch::Contains("has too many elements"));
+  CHECK_THROWS_WITH(Tensor({2, -1}), Catch::Contains("negative dimension"));
+  CHECK(Tensor({0, 1 << 20}).numel() == 0);
+  CHECK(Tensor(std::vector<int64_t>{}).numel() == 1);
+}
