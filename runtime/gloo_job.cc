@@ -18,9 +18,12 @@ std::optional<std::string> job_variable(const std::string& name) {
 
 std::string required(const std::string& name) {
   std::optional<std::string> value = job_variable(name);
+  // Under horovodrun --gloo only the HOROVOD_ address is set: its rendezvous is not kolo's.
+  const bool horovods = std::getenv("KOLO_GLOO_RENDEZVOUS_ADDR") == nullptr;
   KOLO_CHECK(value && !value->empty(), StatusCode::InvalidArgument,
-             "kolo: KOLO_GLOO_RENDEZVOUS_ADDR is set, but KOLO_" + name +
-                 " is not: a Gloo job's workers get both from kolorun (kolorun --gloo, or an elastic kolorun)");
+             std::string("kolo: ") + (horovods ? "HOROVOD_" : "KOLO_") + "GLOO_RENDEZVOUS_ADDR is set, but KOLO_" +
+                 name + " is not: a Gloo job's workers get both from kolorun (kolorun --gloo, or an elastic kolorun)" +
+                 (horovods ? "; horovodrun --gloo's rendezvous is not kolo's: start the job with kolorun --gloo" : ""));
   return *value;
 }
 
