@@ -33,14 +33,14 @@ void reap_if_exited(BoundedRun& run) {
   run.ended = ProcessExit::of_wait_status(status);
 }
 
+}  // namespace
+
 bool finished(const BoundedRun& run) {
   return run.process.pid < 0 || (run.exited && run.process.out_fd < 0 && run.process.err_fd < 0);
 }
 
-}  // namespace
-
 void watch(std::vector<BoundedRun>& runs, Clock::time_point deadline) {
-  while (Clock::now() < deadline) {
+  do {  // at least once: a deadline already past reads what is there without waiting
     std::vector<pollfd> fds;
     std::vector<std::pair<int*, std::string*>> targets;
     bool all_finished = true;
@@ -59,7 +59,7 @@ void watch(std::vector<BoundedRun>& runs, Clock::time_point deadline) {
     ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left, 0, 50)));
     for (size_t i = 0; i < fds.size(); ++i)
       if (fds[i].revents != 0) read_into(*targets[i].first, *targets[i].second);
-  }
+  } while (Clock::now() < deadline);
 }
 
 void end_run(BoundedRun& run) {

@@ -22,8 +22,11 @@ struct BoundedRun {
   std::string spawn_error;  // it could not be started (process.pid < 0)
 };
 
-// Reads every run's output until all have exited and closed their pipes, or the deadline.
+// Reads every run's output until all have exited and closed their pipes, or the deadline
+// (a deadline already past reads what is there and returns).
 void watch(std::vector<BoundedRun>& runs, std::chrono::steady_clock::time_point deadline);
+// Whether the run has exited and its output is all read (or it never started).
+bool finished(const BoundedRun& run);
 // After watch(): kills a run still going (its process group), reaps it, closes its pipes.
 void end_run(BoundedRun& run);
 

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <future>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -36,12 +35,15 @@ Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-// Runs the discovery script, bounded; its standard output.
-std::string run_discovery(const std::string& script, const Environment& env) {
-  std::vector<BoundedRun> runs(1);
-  BoundedRun& run = runs[0];
+BoundedRun start_discovery(const std::string& script, const Environment& env) {
+  BoundedRun run;
   run.process = spawn_launcher({"/bin/sh", "-c", script}, env, Terminal::Detached);
-  watch(runs, Clock::now() + kDiscoveryBound);
+  return run;
+}
+
+// A run of the discovery script that has ended (end_run: killed at its bound if it had
+// not); its standard output, or kolo::Error (IoError) saying why not.
+std::string discovered(BoundedRun& run, const std::string& script) {
   end_run(run);
   KOLO_CHECK(run.exited, StatusCode::IoError,
              "kolorun: --host-discovery-script '" + script + "' did not finish within " +
@@ -52,12 +54,22 @@ std::string run_discovery(const std::string& script, const Environment& env) {
   return run.out;
 }
 
+// Runs the discovery script to its end, within its bound.
+std::string run_discovery(const std::string& script, const Environment& env) {
+  std::vector<BoundedRun> runs{start_discovery(script, env)};
+  watch(runs, Clock::now() + kDiscoveryBound);
+  return discovered(runs[0], script);
+}
+
 class ElasticJob final : public rendezvous::Membership {
  public:
   ElasticJob(const LaunchOptions& options, const std::vector<HostSlots>& hosts, const LaunchContext& context)
       : options_(options), context_(context), fixed_hosts_(hosts), secret_(rendezvous::make_secret()),
         output_({std::max(options.num_ranks, options.max_np.value_or(0)), options.output_filename, options.verbose}),
         pool_(output_), random_(std::random_device{}()) {}
+  ~ElasticJob() override {
+    for (BoundedRun& run : discovery_) end_run(run);  // not left running if run() throws
+  }
 
   int run();
 
@@ -151,13 +163,15 @@ class ElasticJob final : public rendezvous::Membership {
   std::set<std::string> back_after_cooldown_;
   std::map<std::string, int> times_blacklisted_;  // per host, for the cooldown's backoff
   Clock::time_point next_discovery_ = Clock::now();
-  std::future<std::string> discovery_;  // the script's run under way, if any
+  std::vector<BoundedRun> discovery_;  // the script's run under way, if any (one at most)
+  Clock::time_point discovery_gives_up_;
   std::optional<Clock::time_point> reset_began_;
   int resets_ = 0;
   int failures_in_round_ = 0;  // workers of the current round that exited with an error
   std::set<std::string> round_hosts_;  // the hosts of the current round's workers
   int interrupted_by_ = 0;
   bool ending_ = false;  // end_job() is stopping the workers: their exits are no failures
+  bool kill_now_ = false;  // a signal came while ending_: the workers' grace is over
 };
 
 void ElasticJob::blacklist(const std::string& host, const std::string& why) {
@@ -179,25 +193,31 @@ void ElasticJob::blacklist(const std::string& host, const std::string& why) {
   std::fprintf(stderr, "kolorun: host %s blacklisted %s (%s)\n", host.c_str(), how_long.c_str(), why.c_str());
 }
 
-// The first discovery (force) runs here; later ones on a thread of their own, so that
-// kolorun's loop echoes output, collects exits and hears signals while a slow script runs
-// (as horovodrun's driver runs it on its own thread). A script's failure is thrown from
-// the call that collects it.
+// The first discovery (force) runs to its end here. Later ones are started, then looked at
+// on each pass of kolorun's loop without waiting, so that the loop echoes output, collects
+// exits and hears signals while a slow script runs (horovodrun's driver runs it on a thread
+// of its own); end_job() kills one still running. A script's failure is thrown from the
+// call that finds it.
 void ElasticJob::discover(bool force) {
   std::vector<HostSlots> now = fixed_hosts_;
-  if (!options_.host_discovery_script.empty()) {
+  const std::string& script = options_.host_discovery_script;
+  if (!script.empty()) {
     std::string output;
     if (force) {
-      output = run_discovery(options_.host_discovery_script, context_.environment);
-    } else if (discovery_.valid()) {
-      if (discovery_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
       next_discovery_ = Clock::now() + kDiscoveryPeriod;
-      output = discovery_.get();  // throws the script's failure
-    } else {
-      if (Clock::now() >= next_discovery_)
-        discovery_ = std::async(std::launch::async, run_discovery, options_.host_discovery_script,
-                                context_.environment);
+      output = run_discovery(script, context_.environment);
+    } else if (discovery_.empty()) {
+      if (Clock::now() < next_discovery_) return;
+      discovery_.push_back(start_discovery(script, context_.environment));
+      discovery_gives_up_ = Clock::now() + kDiscoveryBound;
       return;
+    } else {
+      watch(discovery_, Clock::now());  // what is there, without waiting
+      if (!finished(discovery_[0]) && Clock::now() < discovery_gives_up_) return;
+      BoundedRun run = std::move(discovery_[0]);
+      discovery_.clear();
+      next_discovery_ = Clock::now() + kDiscoveryPeriod;
+      output = discovered(run, script);
     }
     now = parse_discovered_hosts(output, options_.slots_per_host.value_or(1));
   } else {
@@ -247,8 +267,13 @@ void ElasticJob::start_worker(const GlooWorker& place, const std::vector<GlooWor
 }
 
 void ElasticJob::pump() {
-  for (int sig : pool_.pump(std::chrono::milliseconds(100)))
+  for (int sig : pool_.pump(std::chrono::milliseconds(100))) {
     if (!interrupted_by_) interrupted_by_ = sig;
+    else if (ending_ && !kill_now_) {  // a second Ctrl-C while the workers end: no more waiting, as under mpirun
+      std::fprintf(stderr, "kolorun: signal %d again: killing the job now\n", sig);
+      kill_now_ = true;
+    }
+  }
   // Exits: a worker of the round that failed starts a reset without it.
   for (size_t i = 0; i < workers_.size(); ++i) {
     Worker& w = workers_[i];
@@ -401,9 +426,11 @@ std::optional<int> ElasticJob::form_round() {
 int ElasticJob::end_job(int code, const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "kolorun: %s; ending the job\n", why.c_str());
   ending_ = true;
+  for (BoundedRun& run : discovery_) end_run(run);  // a script still running is the job's too
+  discovery_.clear();
   pool_.signal_all(SIGTERM);
   const auto kill_at = after(options_.kill_grace_seconds);
-  while (pool_.any_running() && Clock::now() < kill_at) pump();
+  while (pool_.any_running() && Clock::now() < kill_at && !kill_now_) pump();
   pool_.signal_all(SIGKILL);
   while (pool_.any_running()) pump();
   output_.finish();

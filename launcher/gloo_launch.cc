@@ -119,18 +119,26 @@ std::string server_address(const std::vector<GlooWorker>& workers, const LaunchO
   std::replace(wanted_list.begin(), wanted_list.end(), ',', ' ');
   for (const std::string& wanted : split_on_spaces(wanted_list))
     if (std::optional<std::string> address = address_on(wanted, addresses)) return *address;
-  // Another address would be one the user ruled out (horovodrun refuses it too).
-  if (!options.network_interface.empty()) {
-    std::string have;
-    for (const LocalAddress& a : addresses) have += (have.empty() ? "" : ", ") + a.interface + " " + a.address;
-    throw Error(StatusCode::InvalidArgument, "kolorun: --network-interface " + options.network_interface +
-                                                 ": no such interface or subnet on this host (it has " + have + ")");
-  }
+  // (check_network_interface refused, before the launch, interfaces this host lacks.)
   // The first address that is not loopback: the one other hosts can reach, on a host with
   // one network (with several, --network-interface chooses).
   for (const LocalAddress& a : addresses)
     if (a.address.rfind("127.", 0) != 0) return a.address;
   return this_host_name();
+}
+
+void check_network_interface(const LaunchOptions& options) {
+  if (options.network_interface.empty()) return;
+  std::string wanted_list = options.network_interface;
+  std::replace(wanted_list.begin(), wanted_list.end(), ',', ' ');
+  const std::vector<LocalAddress> addresses = local_addresses();
+  for (const std::string& wanted : split_on_spaces(wanted_list))
+    if (address_on(wanted, addresses)) return;
+  // Another address would be one the user ruled out (horovodrun refuses it too).
+  std::string have;
+  for (const LocalAddress& a : addresses) have += (have.empty() ? "" : ", ") + a.interface + " " + a.address;
+  throw Error(StatusCode::InvalidArgument, "kolorun: --network-interface " + options.network_interface +
+                                               ": no such interface or subnet on this host (it has " + have + ")");
 }
 
 std::vector<EnvVar> worker_variables(const GlooWorker& w, const LaunchOptions& options, const std::string& address,
@@ -273,7 +281,7 @@ int run_gloo_job(const LaunchOptions& options, const std::vector<HostSlots>& hos
     for (size_t i = 0; i < pool.count(); ++i)
       if (const std::optional<ProcessExit>& ended = pool.ended(i)) membership.worker_ended(workers[i], *ended);
     for (size_t i = 0; i < pool.count() && !first_failure && !interrupted_by; ++i) {
-      if (pool.exit_code(i).value_or(0) == 0) continue;
+      if (!pool.ended(i) || pool.ended(i)->code == 0) continue;
       first_failure = i;
       kill_at = after(options.kill_after_failure_seconds);
     }

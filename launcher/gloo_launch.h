@@ -36,6 +36,9 @@ std::vector<GlooWorker> plan_gloo_workers(int num_ranks, const std::vector<HostS
 // workers start as kolorun's children, the others through the remote agent.
 bool is_this_host(const std::string& host);
 
+// --network-interface names an interface or subnet this host has an IPv4 address on: the
+// one its workers reach kolorun's rendezvous at. Throws kolo::Error (InvalidArgument).
+void check_network_interface(const LaunchOptions& options);
 // What the static and the elastic launch share:
 // - where the workers reach kolorun: KOLO_GLOO_RENDEZVOUS_ADDR from kolorun's environment;
 //   else the loopback address when they all run here; else this host's address on

@@ -198,8 +198,8 @@ int main(int argc, char** argv) {
           std::fputs("kolorun: --launcher srun ignored: outside a Slurm allocation kolorun starts a Gloo job's "
                      "workers itself\n", stderr);
         if (!options->mpi_args.empty())
-          std::fputs("kolorun: --mpi-args ignored: outside a Slurm allocation a Gloo job has no mpirun or srun\n",
-                     stderr);
+          std::fputs("kolorun: --mpi-args ignored: kolorun starts this Gloo job's workers itself, with no mpirun "
+                     "or srun\n", stderr);
       }
       if (options->elastic()) return run_elastic_job(*options, hosts, context);
       return run_gloo_job(*options, hosts, context);

@@ -349,13 +349,16 @@ std::optional<LaunchOptions> parse_command_line(const std::vector<std::string>& 
                                                "--bind-to", "-map-by", "--map-by"};
   const auto rank_count_glued = [](const std::string& arg) {  // "-n8", "-np8", "-c8"
     for (const char* flag : {"-np", "-n", "-c"})
-      if (arg.size() > std::strlen(flag) && arg.rfind(flag, 0) == 0 && std::isdigit(arg[std::strlen(flag)])) return true;
+      if (arg.size() > std::strlen(flag) && arg.rfind(flag, 0) == 0 &&
+          std::isdigit(static_cast<unsigned char>(arg[std::strlen(flag)])))
+        return true;
     return false;
   };
   for (const std::string& arg : o.mpi_args)
     if (std::find(own.begin(), own.end(), arg.substr(0, arg.find('='))) != own.end() || rank_count_glued(arg))
       bad_command_line("--mpi-args '" + arg + "': kolorun gives mpirun (or srun) that itself; use kolorun's -np, "
-                       "-H or --hostfile (it leaves the ranks unbound and maps them by slot)");
+                       "-H or --hostfile (it leaves the ranks unbound and maps them by slot); for srun's -c, write "
+                       "--cpus-per-task");
   // Flags this kind of job does not use: said, not silently dropped.
   const auto ignored = [](const std::string& flags, const std::string& why) {
     std::cerr << "kolorun: " << flags << " ignored: " << why << "\n";

@@ -115,6 +115,7 @@ void check_hosts_for_launcher(const LaunchOptions& options, const std::vector<Ho
            "the nodes with -H (e.g. -H $(scontrol show hostnames | sed 's/$/:2/' | paste -sd,)) or a "
            "--host-discovery-script");
     if (!options.elastic()) plan_gloo_workers(options.num_ranks, hosts);  // enough slots for -np
+    check_network_interface(options);
     return;
   }
   if (choose_launcher(options, context.environment) == Launcher::Srun && !hosts.empty())

@@ -32,7 +32,8 @@ void check_rank_count(const LaunchOptions& options, const std::vector<HostSlots>
                       const LaunchContext& context);
 // The hosts against the launcher that will start the ranks: none under srun (the
 // allocation decides); a Gloo job inside an allocation names them (each worker is an srun
-// step on its node); a fixed Gloo job's hosts have a slot for every rank. Throws
+// step on its node); a fixed Gloo job's hosts have a slot for every rank, and its
+// --network-interface is one this host has. Throws
 // kolo::Error (InvalidArgument), a bad command line, before anything starts.
 void check_hosts_for_launcher(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
                               const LaunchContext& context);

@@ -35,10 +35,6 @@ class WorkerPool {
   pid_t pid(size_t worker) const { return workers_[worker].process.pid; }
   // How it ended; nullopt while it runs.
   const std::optional<ProcessExit>& ended(size_t worker) const { return workers_[worker].ended; }
-  // Its exit status (128 + signal when killed); nullopt while it runs.
-  std::optional<int> exit_code(size_t worker) const {
-    return ended(worker) ? std::optional<int>(ended(worker)->code) : std::nullopt;
-  }
   bool running(size_t worker) const { return !workers_[worker].ended; }
   bool any_running() const;
   // True once its exit is collected and all its output read.

@@ -29,10 +29,14 @@ FileReader::FileReader(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) unreadable(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const std::string why = S_ISDIR(st.st_mode) ? std::strerror(EISDIR) : "not a regular file";
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
     ::close(fd);
-    unreadable(path, "cannot read: " + why);
+    unreadable(path, std::string("cannot read: ") + std::strerror(error));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    unreadable(path, std::string("cannot read: ") + (S_ISDIR(st.st_mode) ? std::strerror(EISDIR) : "not a regular file"));
   }
   errno = 0;
   file_ = gzdopen(fd, "rb");  // owns fd from here

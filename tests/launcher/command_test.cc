@@ -284,6 +284,12 @@ TEST_CASE("a Gloo job's hosts are checked before anything starts", "[command][gl
   CHECK_NOTHROW(check_hosts_for_launcher(o, {{"localhost", 3}}, machine()));
   // Inside an allocation each worker is an srun step on a named node.
   CHECK_THROWS_WITH(check_hosts_for_launcher(o, {}, machine({"SLURM_JOB_ID=42"})), Contains("name the nodes with -H"));
+  // The interface its workers reach kolorun on must be this host's.
+  o.network_interface = "no-such-interface0";
+  CHECK_THROWS_WITH(check_hosts_for_launcher(o, {{"localhost", 3}}, machine()),
+                    Contains("--network-interface no-such-interface0: no such interface or subnet on this host"));
+  o.network_interface = "127.0.0.0/8";
+  CHECK_NOTHROW(check_hosts_for_launcher(o, {{"localhost", 3}}, machine()));
 }
 
 TEST_CASE("mpirun chosen inside an allocation drops the node's vader directory",

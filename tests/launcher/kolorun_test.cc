@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <thread>
@@ -244,6 +245,26 @@ TEST_CASE("kolorun --gloo does not wait for what a worker left running in the ba
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("[0]<stdout>:started"));
   CHECK(seconds < 30);  // before: the sleep's 60 s, holding the worker's output pipe open
+}
+
+TEST_CASE("an elastic job does not wait for a discovery script still running when it ends", "[kolorun][gloo]") {
+  // The first run answers at once; the later ones hang. The worker is done after a moment,
+  // and the job with it: before, it waited for the hung run up to its 10 s bound.
+  const std::filesystem::path dir = fresh_directory("slow-discovery");
+  const std::string script = (dir / "discover.sh").string();
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\nif [ -e " << (dir / "once").string() << " ]; then sleep 60; fi\ntouch "
+        << (dir / "once").string() << "\necho localhost:1\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome r = run(kolorun({"-np", "1", "--host-discovery-script", script, "sh", "-c", "sleep 3; echo done"}),
+                        test_environment());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("[0]<stdout>:done"));
+  CHECK(seconds < 9);
 }
 
 TEST_CASE("kolorun --gloo tells an exit code above 128 from a signal", "[kolorun][failure][gloo]") {

@@ -366,6 +366,10 @@ def test_a_custom_optimizers_callable_attributes_carry_over_but_not_a_schedulers
     optimizer = hvd.DistributedOptimizer(original, named_parameters=model.named_parameters())
     assert optimizer.schedule is schedule and optimizer.keeps is model   # once dropped as callables
     assert 'step' not in vars(optimizer)   # it would step the original, without the reduction
+    # torch 2.x's scheduler patches a plain function, with no __self__.
+    original = Scheduled(model.parameters(), schedule, keeps=model)
+    original.step = lambda closure=None: None
+    assert 'step' not in vars(hvd.DistributedOptimizer(original, named_parameters=model.named_parameters()))
 
 
 def test_a_dropped_optimizer_leaves_no_hooks_behind():

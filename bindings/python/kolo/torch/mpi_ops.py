@@ -104,8 +104,31 @@ def init(comm=None, process_sets=None):
 
 def shutdown():
     """Stops kolo; operations still pending fail with code "Aborted" (synchronize() raises it).
-    Their handles stay until synchronized, as Horovod's do."""
+    Their handles stay until synchronized, as Horovod's do, but not their tensors: an elastic
+    job that resets many times, forgetting its handles, would keep a step's gradients each."""
     _C.shutdown()
+    for handle, (handles, _) in list(_handle_map.items()):
+        errors = []
+        for h in handles:
+            try:
+                h.wait()   # at once: kolo has failed what it did not finish
+            except KoloError as e:
+                errors.append(e)
+        if errors:
+            _handle_map[handle] = ([_Failed(errors[0])], None)
+
+
+class _Failed:
+    """A handle of an operation kolo failed, kept without its tensors: wait() raises why."""
+
+    def __init__(self, error):
+        self._error = error
+
+    def ready(self):
+        return True
+
+    def wait(self):
+        raise self._error
 
 
 def start_timeline(file_path, mark_cycles=False):

@@ -390,16 +390,17 @@ def _wrap(optimizer, mixin):
     torch.optim.Optimizer.__init__(wrapped, optimizer.param_groups, optimizer.defaults)
     wrapped.state.update(optimizer.state)
     for key, value in vars(optimizer).items():
-        if key not in vars(wrapped) and not _patched_method(optimizer, value):
+        if key not in vars(wrapped) and not _patched_method(optimizer, key, value):
             setattr(wrapped, key, value)
     return wrapped
 
 
-def _patched_method(optimizer, value):
-    """Whether `value` is one of optimizer's own methods patched onto the instance (an LR
-    scheduler's step counter): bound to the original, it must not carry over. Other callables
-    (a schedule, a model a custom optimizer keeps) do."""
-    return getattr(value, '__self__', None) is optimizer or getattr(value, '_with_counter', False)
+def _patched_method(optimizer, key, value):
+    """Whether `value` stands on the instance in place of one of its class's methods (an LR
+    scheduler's step counter, torch 1.13's bound to the original, 2.x's a plain function): it
+    must not carry over, or the wrapper would step the original without the reduction. Other
+    callables (a schedule, a model a custom optimizer keeps) do."""
+    return callable(getattr(type(optimizer), key, None)) or getattr(value, '__self__', None) is optimizer
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
