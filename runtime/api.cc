@@ -378,7 +378,6 @@ std::string seconds_of(std::chrono::milliseconds bound) {
 std::mutex g_deadline_mutex;
 bool g_deadline_armed = false;               // from start() to shutdown(): a late call starts nothing
 std::optional<ExitTimer> g_finalize_deadline;  // running once kolo has stopped without this rank's shutdown()
-std::string g_stall_reason;  // a stall's, once one has shut kolo down: MPI_Finalize's bound names it
 
 void start_finalize_deadline(std::chrono::milliseconds bound, const std::string& why) {
   std::lock_guard<std::mutex> lock(g_deadline_mutex);
@@ -388,10 +387,6 @@ void start_finalize_deadline(std::chrono::milliseconds bound, const std::string&
 
 void start_deadline_after_stop(const Status& why, std::chrono::milliseconds control_timeout, bool finalises_mpi) {
   const bool stall = why.code() == StatusCode::Stalled;
-  if (stall) {
-    std::lock_guard<std::mutex> lock(g_deadline_mutex);
-    g_stall_reason = why.message();
-  }
   if (!stall && !finalises_mpi) return;
   const std::chrono::milliseconds bound = 2 * control_timeout;
   start_finalize_deadline(bound, std::string(stall ? "kolo: a stall shut kolo down on every rank "
@@ -417,7 +412,6 @@ void start(std::unique_ptr<Transport> transport, const Config& config,
   {
     std::lock_guard<std::mutex> lock(g_deadline_mutex);
     g_deadline_armed = true;
-    g_stall_reason.clear();
   }
   const std::chrono::milliseconds finalize_bound = config.control_timeout();
   const bool finalises_mpi = g_kolo_initialised_mpi;
@@ -557,14 +551,12 @@ void shutdown() {
   s->shutdown();  // stops the background threads: later calls fail as shut down
   if (s->failed()) s->end_job_after_failure();  // a last cycle found a rank gone
   const std::chrono::milliseconds finalize_bound = s->global().config().control_timeout();
+  // Read with the background thread stopped: the caller may get here as soon as the stalled
+  // operation's handle fails, before the thread has finished that cycle.
+  const std::string stall_reason = s->global().stall_message().value_or("");
   wait_for_last_reference(s);
   s.reset();  // frees the communicators
   if (g_owns_mpi) {
-    std::string stall_reason;
-    {
-      std::lock_guard<std::mutex> lock(g_deadline_mutex);
-      stall_reason = g_stall_reason;
-    }
     finalize_within(finalize_bound, stall_reason);
     g_owns_mpi = g_kolo_initialised_mpi = false;
   }

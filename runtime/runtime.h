@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
@@ -105,6 +106,10 @@ class Runtime {
   // another rank's shutdown (its program ended, or failed and exited). Set before the
   // operations that did not run fail, so a caller that saw one fail can ask.
   bool stopped_by_stall() const { return stalled_.load(); }
+  // Why, after a stall ("kolo has shut down on every rank after a stall: tensor 'x' ...").
+  std::optional<std::string> stall_message() const {
+    return stalled_.load() ? std::optional<std::string>(stopped_by_stall_->message()) : std::nullopt;
+  }
   bool stopped_by_peer_shutdown() const { return stopped_by_peer_shutdown_.load(); }
 
   // Whether this runtime has failed in a way that ends the job (watchdog.h), and, after
