@@ -225,6 +225,11 @@ def missing_data(runner, work):
     check(done.returncode != 0 and "smaller than one batch (--batch-size 64)" in done.stderr,
           "a training set without one full batch per rank is not reported", done.stdout + done.stderr)
     check(done.stderr.count("mnist: error") == 1, "expected exactly one 'mnist: error' line", done.stderr)
+    # Test images of another shape: the error names that split (it once gave the train shape).
+    write_idx(os.path.join(data, "t10k-images-idx3-ubyte"), 0x803, (10, 14, 56), bytes(10 * 14 * 56), False)
+    done = runner.run(2, "--data-dir", data, timeout=60)
+    check(done.returncode != 0 and "the t10k images are 1x14x56" in done.stderr,
+          "an odd shape of the test images is not named", done.stdout + done.stderr)
 
 
 def device_flag(runner, work):
