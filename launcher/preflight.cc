@@ -15,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
-#include "kolo/kolo.h"
 #include "gloo_launch.h"
+#include "kolo/kolo.h"
 #include "rank_exec.h"
 
 namespace kolo::launcher {
