@@ -105,10 +105,20 @@ std::shared_ptr<Runtime> runtime_of(const ProcessSet& set, Status& why_not) {
 // Checks that the caller's view is usable: OK, or why not (InvalidArgument; Unsupported for
 // a GPU tensor in a build without GPU support).
 Status check_view(Runtime& rt, const std::string& name, const TensorView& view, const char* role) {
-  for (int64_t d : view.shape)
+  // The coordinator takes a shape whose product overflows for a damaged message, and ends the
+  // job (message.cc): refused here, for this call alone. Its bytes must be countable too.
+  int64_t elements = 1, bytes = 0;
+  for (int64_t d : view.shape) {
     if (d < 0)
       return invalid("kolo: " + std::string(role) + " of '" + name + "' has a negative dimension " +
                      shape_string(view.shape));
+    if (__builtin_mul_overflow(elements, d, &elements))
+      return invalid("kolo: " + std::string(role) + " of '" + name + "' has the shape " + shape_string(view.shape) +
+                     ", of more elements than 64 bits count");
+  }
+  if (__builtin_mul_overflow(elements, static_cast<int64_t>(dtype_size(view.dtype)), &bytes))
+    return invalid("kolo: " + std::string(role) + " of '" + name + "' has the shape " + shape_string(view.shape) +
+                   ", of more bytes than 64 bits count");
   if (view.data == nullptr && view.num_elements() > 0)
     return invalid("kolo: " + std::string(role) + " of '" + name + "' has no data (null pointer)");
   if (!view.device.is_cpu() && view.num_elements() > 0)

@@ -463,16 +463,25 @@ int kolo_wait_output(kolo_handle h, void* output, int64_t output_bytes, int64_t*
   kolo::Handle handle;
   if (!lookup(h, handle)) return unknown_handle(h);
   const kolo::Status status = handle.wait();
+  if (!status.ok()) {
+    release(h);
+    return fail(status);
+  }
+  const kolo::TensorView result = handle.output();
+  const bool has_result = result.data != nullptr || !result.shape.empty();
+  // A buffer that cannot take the result leaves the handle, so that the caller can ask again.
+  if (has_result && (static_cast<int64_t>(result.num_bytes()) > output_bytes ||
+                     (result.num_bytes() > 0 && output == nullptr)))
+    return fail(kolo::Status(StatusCode::InvalidArgument,
+                             "kolo: result has " + std::to_string(result.num_bytes()) + " bytes but the buffer " +
+                                 (output == nullptr ? std::string("is NULL") :
+                                                      "holds " + std::to_string(output_bytes)) +
+                                 " (the handle stays: ask again with a larger buffer)"));
   release(h);
-  if (!status.ok()) return fail(status);
   return guarded([&] {
-    const kolo::TensorView result = handle.output();
-    KOLO_CHECK(result.data != nullptr || !result.shape.empty(), StatusCode::InvalidArgument,
+    KOLO_CHECK(has_result, StatusCode::InvalidArgument,
                "kolo: handle " + std::to_string(h) +
                    " has no result to copy (only allgather, alltoall and reducescatter have one)");
-    KOLO_CHECK(static_cast<int64_t>(result.num_bytes()) <= output_bytes, StatusCode::InvalidArgument,
-               "kolo: result has " + std::to_string(result.num_bytes()) + " bytes but the buffer holds " +
-                   std::to_string(output_bytes));
     if (result.num_bytes() > 0) {
       if (result.device.is_cpu()) std::memcpy(output, result.data, result.num_bytes());
       else kolo::copy_gpu_result(output, result);

@@ -71,7 +71,8 @@ int kolo_wait(kolo_handle h); /* KOLO_OK, or the operation's kolo_status */
 /* For allgather/alltoall/reducescatter: waits, then copies the result into `output`
  * (capacity `output_bytes`), stores the result's first dimension in *first_dim when not
  * NULL, and releases the handle. 0 on success. A GPU result may be copied into host or
- * device memory. */
+ * device memory. A buffer too small (or NULL) fails with KOLO_INVALID_ARGUMENT and keeps
+ * the handle: kolo_output_bytes says what it needs. */
 int kolo_wait_output(kolo_handle h, void* output, int64_t output_bytes, int64_t* first_dim);
 /* Bytes of the result of a done allgather/alltoall/reducescatter handle; KOLO_PENDING if
  * not done. */

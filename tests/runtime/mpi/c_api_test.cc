@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -123,6 +124,9 @@ TEST_CASE("C API allgather, alltoall and reducescatter results via kolo_wait_out
   REQUIRE(h > 0);
   CHECK(kolo_wait_output(h, out.data(), 4, nullptr) == KOLO_INVALID_ARGUMENT);
   CHECK_THAT(std::string(kolo_error_message()), Contains("bytes"));
+  CHECK(kolo_wait_output(h, nullptr, int64_t(out.size() * 4), nullptr) == KOLO_INVALID_ARGUMENT);  // once a crash
+  CHECK_THAT(std::string(kolo_error_message()), Contains("NULL"));
+  REQUIRE(kolo_wait_output(h, out.data(), int64_t(out.size() * 4), nullptr) == KOLO_OK);  // the handle stayed
 
   // alltoall with the equal split (splits NULL): one row of 3 floats per rank.
   std::vector<float> a2a(n * 3);
@@ -211,6 +215,12 @@ TEST_CASE("C API rejects bad arguments at once with KOLO_INVALID_ARGUMENT and a 
   expect_failure("negative dimension",
                  kolo_allreduce_async("c/bad/negdim", buf.data(), buf.data(), KOLO_FLOAT32, 1, negative, KOLO_SUM, 1, 1, -1),
                  "negative");
+  // Once accepted, and then taken by the coordinator for a damaged message: the job ended.
+  const int64_t overflowing[2] = {std::numeric_limits<int64_t>::max() / 2 + 1, 4};
+  expect_failure("a shape whose product overflows",
+                 kolo_allreduce_async("c/bad/huge", buf.data(), buf.data(), KOLO_FLOAT32, 2, overflowing, KOLO_SUM, 1,
+                                      1, -1),
+                 "more elements than 64 bits count");
   expect_failure("unknown dtype", c_caller_allreduce("c/bad/dtype", buf.data(), 42, KOLO_SUM), "unknown dtype 42");
   expect_failure("unknown op", c_caller_allreduce("c/bad/op", buf.data(), KOLO_FLOAT32, 9), "unknown reduction op 9");
   // Host memory said to be on cuda:0: a bad tensor where the build has CUDA, and a build
