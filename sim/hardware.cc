@@ -67,6 +67,9 @@ Hardware parse_hardware(const nlohmann::json& document, const std::string& origi
   hw.name = top.text("name");
   hw.ranks_per_node = top.count("ranks_per_node");
   hw.nodes = top.count("nodes");
+  if (int64_t{hw.ranks_per_node} * hw.nodes > (1 << 20))  // Hardware::ranks() is an int
+    top.fail("nodes", "the cluster has " + std::to_string(int64_t{hw.ranks_per_node} * hw.nodes) +
+                          " ranks, more than kolo-sim simulates (1048576)");
   hw.intra_node = read_link(top.object("intra_node"));
   hw.inter_node = read_link(top.object("inter_node"));
   hw.devices_per_node = top.has("devices_per_node") ? top.count("devices_per_node") : hw.ranks_per_node;

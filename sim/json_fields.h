@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,8 @@ class FieldReader {
     const nlohmann::json& value = field(name);
     if (!value.is_number_integer() || value.get<long long>() < 1)
       fail(name, "must be a whole number of at least 1, got " + value.dump());
+    if (value.get<long long>() > std::numeric_limits<int>::max())  // get<int> would wrap it
+      fail(name, "must be at most " + std::to_string(std::numeric_limits<int>::max()) + ", got " + value.dump());
     return value.get<int>();
   }
 

@@ -9,6 +9,7 @@
 // docs/simulator.md explains every flag and the model behind it.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <cstdio>
 #include <fstream>
@@ -431,6 +432,15 @@ int main(int argc, char** argv) {
   fit->add_option("samples", samples, "CSV lines bytes,ranks,seconds")->required()->check(CLI::ExistingFile);
 
   CLI11_PARSE(app, argc, argv);
+  // CLI11's ranges let nan through (every comparison with it is false), and inf past a
+  // bound of none: no simulated time is made of either.
+  for (const CLI::Option* option : app.get_options())
+    for (const std::string& text : option->results()) {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (!text.empty() && *end == '\0' && !std::isfinite(value))
+        return app.exit(CLI::ValidationError(option->get_name(), "must be a finite number, not '" + text + "'"));
+    }
   try {
     if (fit->parsed()) return fit_link_command(collective, samples);
     if (o.until_efficiency > 0) {

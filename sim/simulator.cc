@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <random>
@@ -353,6 +354,14 @@ class Engine {
       last_cycle_start_ = entry_all + periods * cycle_time_s_;
     }
     if (!(last_cycle_start_ > before)) last_cycle_start_ = before + std::max(cycle_time_s_, kQuiet);
+    // Past about 1e13 s a cycle no longer moves a double's time: the run would never end.
+    if (!(last_cycle_start_ > before)) {
+      char when[32];
+      std::snprintf(when, sizeof when, "%.3g", before);
+      throw std::runtime_error(std::string("simulated time reached ") + when +
+                               " s, where a cycle no longer advances it: is a setting far out of range "
+                               "(a link of 1e-300 GB/s, a latency of 1e300 us)?");
+    }
     free_at_ = std::max(free_at_, last_cycle_start_);
   }
 
