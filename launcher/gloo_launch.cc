@@ -107,6 +107,17 @@ std::optional<std::string> address_on(const std::string& wanted, const std::vect
   return std::nullopt;
 }
 
+// This host's address on the first of --network-interface's entries ("eth0,eth1" or
+// "10.0.0.0/24") it has; nullopt without one.
+std::optional<std::string> address_on_chosen_interface(const LaunchOptions& options,
+                                                        const std::vector<LocalAddress>& addresses) {
+  std::string wanted_list = options.network_interface;
+  std::replace(wanted_list.begin(), wanted_list.end(), ',', ' ');
+  for (const std::string& wanted : split_on_spaces(wanted_list))
+    if (std::optional<std::string> address = address_on(wanted, addresses)) return address;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string server_address(const std::vector<GlooWorker>& workers, const LaunchOptions& options,
@@ -115,10 +126,7 @@ std::string server_address(const std::vector<GlooWorker>& workers, const LaunchO
   const bool all_here = std::all_of(workers.begin(), workers.end(), [](const GlooWorker& w) { return is_this_host(w.host); });
   if (all_here) return "127.0.0.1";
   const std::vector<LocalAddress> addresses = local_addresses();
-  std::string wanted_list = options.network_interface;  // "eth0,eth1" or "10.0.0.0/24"
-  std::replace(wanted_list.begin(), wanted_list.end(), ',', ' ');
-  for (const std::string& wanted : split_on_spaces(wanted_list))
-    if (std::optional<std::string> address = address_on(wanted, addresses)) return *address;
+  if (std::optional<std::string> address = address_on_chosen_interface(options, addresses)) return *address;
   // (check_network_interface refused, before the launch, interfaces this host lacks.)
   // The first address that is not loopback: the one other hosts can reach, on a host with
   // one network (with several, --network-interface chooses).
@@ -129,11 +137,8 @@ std::string server_address(const std::vector<GlooWorker>& workers, const LaunchO
 
 void check_network_interface(const LaunchOptions& options) {
   if (options.network_interface.empty()) return;
-  std::string wanted_list = options.network_interface;
-  std::replace(wanted_list.begin(), wanted_list.end(), ',', ' ');
   const std::vector<LocalAddress> addresses = local_addresses();
-  for (const std::string& wanted : split_on_spaces(wanted_list))
-    if (address_on(wanted, addresses)) return;
+  if (address_on_chosen_interface(options, addresses)) return;
   // Another address would be one the user ruled out (horovodrun refuses it too).
   std::string have;
   for (const LocalAddress& a : addresses) have += (have.empty() ? "" : ", ") + a.interface + " " + a.address;
