@@ -1,5 +1,6 @@
 // The public C++ API (include/kolo/kolo.h): argument checks that need no other rank,
 // then a hand-off to the Runtime's queue.
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -313,7 +314,13 @@ Status Handle::wait() const {
 
 Status Handle::wait_for(std::chrono::milliseconds timeout) const {
   if (!state_) return Status(StatusCode::InvalidArgument, "kolo: wait_for() on an empty handle");
-  return wait_until(*state_, std::chrono::steady_clock::now() + timeout);
+  // A timeout past the clock's range (milliseconds::max(), a common "for ever") waits for ever
+  // instead of overflowing into a deadline in the past.
+  const auto now = std::chrono::steady_clock::now();
+  const auto longest = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::time_point::max() - now);
+  if (timeout >= longest) return wait_until(*state_, std::nullopt);
+  return wait_until(*state_, now + timeout);
 }
 
 TensorView Handle::output() const {
@@ -459,13 +466,30 @@ void require_thread_multiple() {
                     "or let kolo::init() initialise it");
 }
 
+// init() on a running kolo does nothing, as Horovod's does; but a static set it would have to
+// add must not pass for added.
+void require_running_sets(const ProcessSets& running, const std::vector<std::vector<int>>& wanted) {
+  const std::map<int, std::vector<int>> table = running.table();
+  for (std::vector<int> ranks : wanted) {
+    std::sort(ranks.begin(), ranks.end());
+    const bool running_already = std::any_of(table.begin(), table.end(), [&](const auto& entry) {
+      return entry.first != 0 && entry.second == ranks;  // the global set is never a static set
+    });
+    if (!running_already)
+      throw Error(StatusCode::InvalidArgument,
+                  "kolo: init() with the process set " + shape_string(Shape(std::vector<int64_t>(ranks.begin(), ranks.end()))) +
+                      ", but kolo is already running without it: call kolo::shutdown() first, or add it with "
+                      "add_process_set() (KOLO_DYNAMIC_PROCESS_SETS=1)");
+  }
+}
+
 }  // namespace
 
 void init() { init(std::vector<std::vector<int>>{}); }
 
 void init(const std::vector<std::vector<int>>& process_sets) {
   std::lock_guard<std::mutex> lock(g_lifecycle);
-  if (g_sets.load()) return;
+  if (std::shared_ptr<ProcessSets> running = g_sets.load()) return require_running_sets(*running, process_sets);
   const Config config = config_from_environment();
   set_log_level(config.log_level);
   if (std::optional<GlooJob> job = gloo_job_from_environment()) {
@@ -510,7 +534,7 @@ void init(MPI_Comm comm) { init(comm, {}); }
 
 void init(MPI_Comm comm, const std::vector<std::vector<int>>& process_sets) {
   std::lock_guard<std::mutex> lock(g_lifecycle);
-  if (g_sets.load()) return;
+  if (std::shared_ptr<ProcessSets> running = g_sets.load()) return require_running_sets(*running, process_sets);
   const Config config = config_from_environment();
   set_log_level(config.log_level);
   int initialized = 0;
@@ -753,9 +777,14 @@ Handle alltoall_async(const std::string& name, const TensorView& input, const st
                                                      " does not divide by " + std::to_string(size) + " ranks; pass splits");
     s.assign(size, rows / size);
   }
-  int64_t total = 0;
-  for (int64_t x : s) total += x < 0 ? rows + 1 : x;
-  if (static_cast<int>(s.size()) != size || total != rows)
+  // Each split is taken from the rows left, so that no sum of huge splits can wrap around.
+  bool splits_fit = static_cast<int>(s.size()) == size;
+  int64_t rows_left = rows;
+  for (int64_t x : s) {
+    splits_fit = splits_fit && x >= 0 && x <= rows_left;
+    if (splits_fit) rows_left -= x;
+  }
+  if (!splits_fit || rows_left != 0)
     return failed(StatusCode::InvalidArgument, "kolo: alltoall of '" + name + "': splits must be " + std::to_string(size) +
                                                    " non-negative row counts that add up to " + std::to_string(rows));
   EntryPtr e = make_entry(*rt, name, OpType::Alltoall, input, nullptr);

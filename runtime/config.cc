@@ -94,8 +94,9 @@ Config config_from_environment(const EnvLookup& env) {
   if (auto v = lookup(env, "FUSION_THRESHOLD"))
     config.fusion_threshold_bytes =
         parse_integer(v->first, v->second, 0, "a byte count >= 0 (0 disables fusion)");
-  if (auto v = lookup(env, "CYCLE_TIME"))
-    config.cycle_time_ms = parse_number(v->first, v->second, 0, kMaxWaitSeconds * 1e3,
+  const auto cycle_time = lookup(env, "CYCLE_TIME");
+  if (cycle_time)
+    config.cycle_time_ms = parse_number(cycle_time->first, cycle_time->second, 0, kMaxWaitSeconds * 1e3,
                                         "milliseconds from 0 to 1e12, e.g. 1 or 0.5");
   if (auto v = lookup(env, "CACHE_CAPACITY")) {
     const std::string expected = "a tensor count from 0 (no cache) to 1048576";
@@ -154,6 +155,15 @@ Config config_from_environment(const EnvLookup& env) {
     config.test_local_size = static_cast<int>(local);
   }
   if (auto v = lookup(env, "TEST_HOST_GPU")) config.test_host_gpu = parse_bool(v->first, v->second);
+  // An idle rank sleeps a cycle time between negotiations, while a rank with work waits for it
+  // in the cycle's allreduce, which takes a silence of the control timeout for a dead rank.
+  if (cycle_time && config.cycle_time_ms * 4 > config.control_timeout_seconds * 1e3) {
+    std::ostringstream expected;
+    expected << "at most a quarter of the control timeout (KOLO_CONTROL_TIMEOUT_SECONDS = "
+             << config.control_timeout_seconds
+             << " s): a rank waits for an idle one's cycle, and a longer wait is taken for a dead rank";
+    reject(cycle_time->first, cycle_time->second, expected.str());
+  }
   return config;
 }
 

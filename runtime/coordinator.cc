@@ -1,9 +1,9 @@
 #include "coordinator.h"
 
 #include <algorithm>
+#include <charconv>
 #include <functional>
 #include <set>
-#include <sstream>
 
 namespace kolo {
 namespace {
@@ -11,10 +11,12 @@ namespace {
 // Only the kind must agree: every rank runs on its own GPU (usually cuda:<local rank>).
 std::string device_kind(const Device& d) { return d.is_cpu() ? "cpu" : "cuda"; }
 
+// The shortest text that reads back as the same double: ranks whose scale factors differ
+// in the last bit must not print alike and pass for agreeing.
 std::string number_string(double x) {
-  std::ostringstream out;
-  out << x;
-  return out.str();
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, x).ptr;
+  return std::string(text, end);
 }
 
 // The fields ranks must agree on, each with how to print it. For allgather and alltoall
@@ -29,7 +31,10 @@ std::vector<Field> fields_to_compare(OpType type) {
       {"operation", [](const Request& r) { return std::string(op_type_name(r.type)); }},
       {"dtype", [](const Request& r) { return std::string(dtype_name(r.dtype)); }},
       {"device", [](const Request& r) { return device_kind(r.device); }},
-      {"group", [](const Request& r) { return r.group.empty() ? "(none)" : "'" + r.group + "'"; }},
+      {"group", [](const Request& r) {
+         return r.group.empty() ? std::string("(none)")
+                                : "'" + r.group + "' of " + std::to_string(r.group_size) + " tensors";
+       }},
   };
   switch (type) {
     case OpType::Allreduce:
@@ -175,11 +180,19 @@ std::vector<Response> Coordinator::take_ready() {
   // Completed names, in the order they were first submitted.
   std::vector<std::pair<uint64_t, std::string>> ready;
   std::map<std::string, int> group_members_ready;
+  // A member whose ranks name groups of different sizes runs at once, as the mismatch it is:
+  // waiting for the larger group would wait for a tensor some ranks never submit.
+  const auto grouped = [](const Pending& p) {
+    const Request& any = submitted_request(p);
+    if (any.group.empty()) return false;
+    for (const auto& request : p.by_rank)
+      if (request && (request->group != any.group || request->group_size != any.group_size)) return false;
+    return true;
+  };
   for (const auto& [name, p] : pending_) {
     if (!complete(p)) continue;
     ready.push_back({p.sequence, name});
-    const Request& any = submitted_request(p);
-    if (!any.group.empty()) ++group_members_ready[any.group];
+    if (grouped(p)) ++group_members_ready[submitted_request(p).group];
   }
   std::sort(ready.begin(), ready.end());
 
@@ -189,17 +202,16 @@ std::vector<Response> Coordinator::take_ready() {
   std::set<std::string> groups_emitted;
   for (const auto& [sequence, name] : ready) {
     const Pending& p = pending_.at(name);
-    const Request& any = submitted_request(p);
-    if (any.group.empty()) {
+    if (!grouped(p)) {
       responses.push_back(build_response(name, p));
       continue;
     }
+    const Request& any = submitted_request(p);
     if (group_members_ready[any.group] < any.group_size || groups_emitted.count(any.group)) continue;
     groups_emitted.insert(any.group);
     for (const auto& [s2, member] : ready) {
       const Pending& q = pending_.at(member);
-      const Request& m = submitted_request(q);
-      if (m.group == any.group) responses.push_back(build_response(member, q));
+      if (grouped(q) && submitted_request(q).group == any.group) responses.push_back(build_response(member, q));
     }
   }
   for (const Response& r : responses) pending_.erase(r.names.front());

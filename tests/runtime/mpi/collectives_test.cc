@@ -1,4 +1,5 @@
 // allgather, broadcast, alltoall, reducescatter and barrier against closed forms.
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -174,6 +175,15 @@ TEST_CASE("alltoall rejects bad splits at once", "[alltoall][errors]") {
   if (size() > 1) negative[1] = -1;
   CHECK(immediate_failure(kolo::alltoall_async("a2a/bad/negative", kolo::view(v), negative)).code() ==
         kolo::StatusCode::InvalidArgument);
+  // Splits whose sum wraps around 64 bits to the row count: they reached the other ranks and
+  // ended the job as a damaged message.
+  if (size() > 2) {
+    std::vector<int64_t> wrapping(size(), 0);
+    wrapping[0] = wrapping[1] = std::numeric_limits<int64_t>::max();
+    wrapping[2] = int64_t(v.size()) + 2;
+    CHECK(immediate_failure(kolo::alltoall_async("a2a/bad/wrapping", kolo::view(v), wrapping)).code() ==
+          kolo::StatusCode::InvalidArgument);
+  }
 }
 
 TEST_CASE("reducescatter sums and averages rows that do not divide by the size",

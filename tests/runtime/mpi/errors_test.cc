@@ -144,6 +144,31 @@ TEST_CASE("wait_for reports Pending while other ranks have not submitted", "[err
   CHECK(v == std::vector<float>(2, float(size())));
 }
 
+// milliseconds::max() is a common "for ever": now + max overflowed into a deadline in the past,
+// and wait_for returned Pending at once.
+TEST_CASE("wait_for with a timeout past the clock's range waits for the result", "[errors]") {
+  std::vector<float> v(2, 1.0f);
+  kolo::Handle h = kolo::allreduce_async("err/forever", kolo::view(v), {ReduceOp::Sum});
+  CHECK(h.wait_for(std::chrono::milliseconds::max()).ok());
+  CHECK(v == std::vector<float>(2, float(size())));
+}
+
+// init() on a running kolo does nothing, as Horovod's does: a static set it would have had to
+// add was silently missing afterwards.
+TEST_CASE("init() while kolo runs refuses a process set it does not have", "[errors]") {
+  CHECK_NOTHROW(kolo::init());
+  CHECK_NOTHROW(kolo::init(std::vector<std::vector<int>>{}));
+  try {
+    kolo::init({{0}});
+    FAIL("a second init() with a new process set passed");
+  } catch (const kolo::Error& e) {
+    CHECK(e.code() == kolo::StatusCode::InvalidArgument);
+    CHECK_THAT(e.what(), Contains("[0]") && Contains("already running"));
+  }
+  CHECK(kolo::process_sets().size() == 1);
+  CHECK(kolo::is_initialized());
+}
+
 // ---- stall inspector (its own CTest entry: KOLO_STALL_CHECK_TIME_SECONDS=1,
 // KOLO_STALL_SHUTDOWN_TIME_SECONDS=3) ---------------------------------------------------
 

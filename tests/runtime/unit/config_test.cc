@@ -161,8 +161,8 @@ TEST_CASE("config rejects bad values naming the variable", "[config]") {
 // The runtime turns these two into clock durations (64-bit nanoseconds, added to the
 // clock's now): 1e18 ms once converted out of range, which is undefined behaviour.
 TEST_CASE("config time settings fit the runtime's clock: the longest accepted convert exactly", "[config]") {
-  const kolo::Config longest = parse({{"KOLO_CYCLE_TIME", "1e12"}, {"KOLO_CONTROL_TIMEOUT_SECONDS", "1e9"}});
-  CHECK(longest.cycle_time() == std::chrono::nanoseconds(int64_t{1'000'000'000'000'000'000}));
+  const kolo::Config longest = parse({{"KOLO_CYCLE_TIME", "2.5e11"}, {"KOLO_CONTROL_TIMEOUT_SECONDS", "1e9"}});
+  CHECK(longest.cycle_time() == std::chrono::nanoseconds(int64_t{250'000'000'000'000'000}));
   CHECK(longest.control_timeout() == std::chrono::milliseconds(int64_t{1'000'000'000'000}));
   CHECK(parse({{"KOLO_CYCLE_TIME", "0.5"}}).cycle_time() == std::chrono::microseconds(500));
   for (const auto& [variable, value] : std::vector<std::pair<std::string, std::string>>{
@@ -226,4 +226,14 @@ TEST_CASE("KOLO_KEEP_FREED_MEMORY is a boolean, on by default", "[config]") {
   CHECK_THAT(parse({{"KOLO_KEEP_FREED_MEMORY", "off"}}).describe(),
              Catch::Matchers::Contains("KOLO_KEEP_FREED_MEMORY = 0\n"));
   require_rejected({{"KOLO_KEEP_FREED_MEMORY", "maybe"}}, "KOLO_KEEP_FREED_MEMORY");
+}
+
+// An idle rank sleeps a cycle time while a busy one waits for it in the cycle's allreduce, and
+// that wait takes a silence of the control timeout for a dead rank: a cycle time close to the
+// timeout would have healthy idle ranks declared dead.
+TEST_CASE("config refuses a cycle time over a quarter of the control timeout, naming the variable set", "[config]") {
+  CHECK(parse({{"KOLO_CYCLE_TIME", "250"}, {"KOLO_CONTROL_TIMEOUT_SECONDS", "1"}}).cycle_time_ms == 250);
+  require_rejected({{"KOLO_CYCLE_TIME", "5000"}, {"KOLO_CONTROL_TIMEOUT_SECONDS", "1"}}, "KOLO_CYCLE_TIME");
+  require_rejected({{"HOROVOD_CYCLE_TIME", "251"}, {"HOROVOD_CONTROL_TIMEOUT_SECONDS", "1"}}, "HOROVOD_CYCLE_TIME");
+  require_rejected({{"KOLO_CYCLE_TIME", "75001"}}, "KOLO_CYCLE_TIME");  // the default timeout, 300 s
 }

@@ -356,3 +356,47 @@ TEST_CASE("coordinator fails every member of a group whose other members stalled
   CHECK(failed == std::vector<std::string>{"mix/a", "mix/b", "mix/c"});
   CHECK(c.empty());
 }
+
+// Scale factors that differ in the last bits printed alike at six digits and passed for equal:
+// the ranks then scaled, fused and cached differently (a truncated MPI message, or replicas that
+// drift apart with every step).
+TEST_CASE("coordinator tells scale factors apart to the last bit", "[coordinator]") {
+  for (const bool post : {false, true}) {
+    kolo::Request a = allreduce("t"), b = allreduce("t");
+    (post ? a.postscale : a.prescale) = 0.5;
+    (post ? b.postscale : b.prescale) = 0.5000001;
+    const kolo::Response r = single_response({a, b});
+    CHECK(r.kind == kolo::Response::Kind::Error);
+    CHECK(r.error_code == kolo::StatusCode::Mismatch);
+    CHECK_THAT(r.error_message, Contains(post ? "postscale" : "prescale") && Contains("0.5000001"));
+    b = a;
+    CHECK(single_response({a, b}).kind == kolo::Response::Kind::Run);
+  }
+}
+
+// Ranks that group different numbers of tensors under one name: each shared member fails at once
+// as a mismatch on every rank, instead of running early on some or waiting for a member the
+// other ranks never submit.
+TEST_CASE("coordinator fails the members of a group whose size differs between ranks", "[coordinator]") {
+  auto member = [](std::string name, int group_size) {
+    kolo::Request r = allreduce(std::move(name));
+    r.group = "a";
+    r.group_size = group_size;
+    return r;
+  };
+  for (const bool larger_first : {false, true}) {
+    kolo::Coordinator c(2);
+    const auto now = Clock::now();
+    const int first = larger_first ? 3 : 2, second = larger_first ? 2 : 3;
+    c.add(0, list_of({member("a", first), member("b", first)}), now);
+    c.add(1, list_of({member("a", second), member("b", second)}), now);
+    const auto ready = c.take_ready();
+    CHECK(names_of(ready) == std::vector<std::string>{"a", "b"});
+    for (const auto& r : ready) {
+      CHECK(r.kind == kolo::Response::Kind::Error);
+      CHECK(r.error_code == kolo::StatusCode::Mismatch);
+      CHECK_THAT(r.error_message, Contains("'a' of 2 tensors") && Contains("'a' of 3 tensors"));
+    }
+    CHECK(c.empty());
+  }
+}
