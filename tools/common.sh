@@ -88,6 +88,9 @@ kolo_build() {
   local extra=()
   # shellcheck disable=SC2206  # word splitting of the user's extra arguments is intended
   [[ -n "${KOLO_TOOL_CMAKE_ARGS:-}" ]] && extra=(${KOLO_TOOL_CMAKE_ARGS})
+  # Every test has a limit of its own (ctest --timeout would change none): this sets the
+  # one most of them take, tests/CMakeLists.txt's KOLO_TOOL_TEST_TIMEOUT.
+  [[ -n "${KOLO_TOOL_TEST_TIMEOUT:-}" ]] && extra+=("-DKOLO_TOOL_TEST_TIMEOUT=$KOLO_TOOL_TEST_TIMEOUT")
   kolo_log "configuring $KOLO_TOOL_BUILD_DIR ($KOLO_TOOL_BUILD_TYPE, Ninja)"
   cmake -S "$KOLO_ROOT" -B "$KOLO_TOOL_BUILD_DIR" "${generator[@]}" \
     -DCMAKE_BUILD_TYPE="$KOLO_TOOL_BUILD_TYPE" "${extra[@]}"

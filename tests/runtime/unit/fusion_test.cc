@@ -215,7 +215,7 @@ TEST_CASE("fusion plan returns the index of the response holding each tensor", "
   CHECK(fused[2].element_counts == std::vector<int64_t>{10, 10});
 }
 
-TEST_CASE("the default pipeline piece is 1 MiB a rank; a tensor of 256 KiB a rank, or of one smaller piece, runs unfused",
+TEST_CASE("the default pipeline piece is 1 MiB a rank, and a tensor of 256 KiB a rank, or of one smaller piece, runs unfused",
           "[fusion]") {
   constexpr int64_t KiB = 1024, MiB = 1024 * 1024;
   // Default (KOLO_ALLREDUCE_CHUNK_BYTES = 0): the pieces and the cutoff are set apart.
