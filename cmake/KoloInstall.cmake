@@ -12,9 +12,12 @@ include(CMakePackageConfigHelpers)
 set(_kolo_header_excludes PATTERN check.h EXCLUDE)
 set(_kolo_installed_targets kolo kolo_runtime kolo_rendezvous kolo_ops kolo_models)
 if(KOLO_WITH_TORCH)
-  # kolo::torch, as in kolo's own build: find_package(kolo) then finds LibTorch (koloConfig).
+  # kolo::torch, in an export file of its own: koloConfig reads it (and finds LibTorch)
+  # only for find_package(kolo COMPONENTS torch).
   set_target_properties(kolo_torch PROPERTIES EXPORT_NAME torch)
-  list(APPEND _kolo_installed_targets kolo_torch)
+  install(TARGETS kolo_torch EXPORT koloTorchTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT koloTorchTargets NAMESPACE kolo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kolo)
 else()
   list(APPEND _kolo_header_excludes PATTERN torch.h EXCLUDE)
 endif()
