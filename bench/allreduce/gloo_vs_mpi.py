@@ -10,6 +10,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--build', default='build')
@@ -31,9 +32,16 @@ commands = {
 }
 
 
-def run(kind):
-    out = subprocess.run(commands[kind], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=True).stdout
-    line = next(l for l in out.splitlines() if 'KOLO_TRANSPORT_BENCH' in l)
+def run(kind, timeout=600):
+    try:
+        done = subprocess.run(commands[kind], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, process_group=0)
+    except subprocess.TimeoutExpired:
+        sys.exit(f'{kind}: no answer within {timeout} s: {" ".join(commands[kind])}')
+    out = done.stdout
+    line = next((l for l in out.splitlines() if 'KOLO_TRANSPORT_BENCH' in l), None)
+    if done.returncode != 0 or line is None:
+        sys.exit(f'{kind}: failed (exit status {done.returncode}): {" ".join(commands[kind])}\n{out}')
     result = json.loads(line.split('KOLO_TRANSPORT_BENCH', 1)[1])
     assert result['exact'], f'{kind}: the average of ones was not one'
     return result

@@ -36,17 +36,25 @@ by = {}
 for r in rows:
     if "images_per_s" in r:
         by.setdefault((r["model"], r["batch"], r["precision"], r["framework"]), []).append(r)
-print("| model | batch | precision | kolo img/s | PyTorch img/s | kolo/PyTorch | kolo peak MiB | PyTorch peak MiB |")
-print("|---|---|---|---|---|---|---|---|")
-for (model, batch, precision) in sorted({k[:3] for k in by}):
+print("| model | batch | precision | kolo img/s | PyTorch img/s | kolo/PyTorch | kolo peak MiB | PyTorch peak MiB | failed runs |")
+print("|---|---|---|---|---|---|---|---|---|")
+verdicts = []
+for (model, batch, precision) in sorted({(r["model"], r["batch"], r["precision"]) for r in rows}):
     k = by.get((model, batch, precision, "kolo"), [])
     p = by.get((model, batch, precision, "pytorch"), [])
+    failed = {f: sum(1 for r in rows if r.get("failed") and (r["model"], r["batch"], r["precision"], r["framework"])
+                     == (model, batch, precision, f)) for f in ("kolo", "pytorch")}
+    note = "; ".join(f"{f}: {n} failed run(s)" for f, n in failed.items() if n)
     if not k or not p:
-        print(f"| {model} | {batch} | {precision} | {'failed' if not k else ''} | {'failed' if not p else ''} | | | |")
+        print(f"| {model} | {batch} | {precision} | {'failed' if not k else ''} | {'failed' if not p else ''} | | | | {note} |")
+        verdicts.append(f"{model} b{batch} {precision}: no ratio ({note})  target >= 0.9: FAIL")
         continue
     ki = statistics.median(r["images_per_s"] for r in k)
     pi = statistics.median(r["images_per_s"] for r in p)
     km = max(r["peak_allocated_mb"] for r in k)
     pm = max(r["peak_allocated_mb"] for r in p)
-    print(f"| {model} | {batch} | {precision} | {ki:.0f} | {pi:.0f} | {ki / pi:.2f} | {km:.0f} | {pm:.0f} |")
+    print(f"| {model} | {batch} | {precision} | {ki:.0f} | {pi:.0f} | {ki / pi:.2f} | {km:.0f} | {pm:.0f} | {note} |")
+    verdicts.append(f"{model} b{batch} {precision}: kolo / PyTorch = {ki / pi:.2f}  target >= 0.9: "
+                    f"{'PASS' if ki / pi >= 0.9 else 'FAIL'}" + (f" ({note})" if note else ""))
+print("\n".join(verdicts))
 PY
