@@ -207,7 +207,8 @@ class Conv2d : public Module {
   Conv2dOptions options_;
   Parameter* weight_;
   Parameter* bias_ = nullptr;
-  Tensor input_;
+  Tensor input_;                      // kept by a training-mode forward for backward
+  std::vector<int64_t> output_shape_;
 };
 
 struct BatchNormOptions {
@@ -257,7 +258,7 @@ struct MaxPoolOptions {
 };
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(const MaxPoolOptions& options) : options_(options) {}
+  explicit MaxPool2d(const MaxPoolOptions& options);
   Tensor forward(const Tensor& input) override;
   Tensor backward(const Tensor& grad_output) override;
 
@@ -303,7 +304,7 @@ class Linear : public Module {
 
 class Dropout : public Module {
  public:
-  explicit Dropout(double p, uint64_t seed = 0) : p_(p), rng_(seed) {}
+  explicit Dropout(double p, uint64_t seed = 0);  // p from 0 to 1
   Tensor forward(const Tensor& input) override;
   Tensor backward(const Tensor& grad_output) override;
 

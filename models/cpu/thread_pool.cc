@@ -22,9 +22,13 @@ class ThreadPool {
  public:
   ~ThreadPool() { resize(1); }
 
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() {
+    std::lock_guard<std::mutex> one_job(job_mutex_);
+    return size();
+  }
 
   void resize(int threads) {
+    std::lock_guard<std::mutex> one_job(job_mutex_);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
@@ -40,8 +44,12 @@ class ThreadPool {
   }
 
   void run(int64_t count, const std::function<void(int64_t, int64_t, int)>& body) {
+    // One job at a time: the job's fields below are the pool's only set, so program threads
+    // that call kernels at once take turns (each chunk's scratch is its thread's own).
+    std::unique_lock<std::mutex> one_job(job_mutex_);
     const int threads = static_cast<int>(std::min<int64_t>(size(), count));
     if (threads <= 1) {
+      one_job.unlock();
       if (count > 0) body(0, count, 0);
       return;
     }
@@ -67,6 +75,8 @@ class ThreadPool {
   }
 
  private:
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
   template <typename Ready>
   static bool spin_until(Ready&& ready) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
@@ -109,6 +119,7 @@ class ThreadPool {
     }
   }
 
+  std::mutex job_mutex_;  // held by run() and resize() throughout
   std::mutex mutex_;
   std::condition_variable start_, done_;
   std::vector<std::thread> workers_;
@@ -131,7 +142,7 @@ ThreadPool& pool() {
 }  // namespace
 
 void set_num_threads(int threads) { pool().resize(std::max(1, threads)); }
-int num_threads() { return pool().size(); }
+int num_threads() { return pool().threads(); }
 
 namespace cpu {
 void parallel_for(int64_t count, const std::function<void(int64_t, int64_t, int)>& body) {

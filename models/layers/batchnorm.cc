@@ -2,6 +2,7 @@
 // running_var with the unbiased one, running = (1 - momentum)·running + momentum·batch.
 #include "kolo/models.h"
 #include "models/kernels.h"
+#include "models/layers/layer_checks.h"
 #include "models/cuda/gpu_runtime.h"
 
 namespace kolo::models {
@@ -91,6 +92,7 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
                                   mean_.data(), inv_std_.data());
     input_ = input;
   } else {
+    input_ = Tensor();  // an eval forward leaves nothing to backward
     k.batchnorm_inference_stats(C, running_mean_->data(), running_var_->data(), options_.eps, mean_.data(),
                                 inv_std_.data());
   }
@@ -100,6 +102,7 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
 }
 
 Tensor BatchNorm2d::backward(const Tensor& grad_output) {
+  check_backward(weight_->name, input_.ndim() > 0, grad_output, input_.shape());
   const int64_t C = options_.channels, N = input_.dim(0), HW = input_.dim(2) * input_.dim(3);
   const Device device = input_.device();
   check_device(grad_output, device, weight_->name + "'s output gradient", "the input");

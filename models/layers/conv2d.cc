@@ -1,10 +1,12 @@
 #include "kolo/models.h"
 #include "models/kernels.h"
 #include "models/cuda/gpu_runtime.h"
+#include "models/layers/layer_checks.h"
 
 namespace kolo::models {
 
 Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
+  check_window("Conv2d", options.kernel, options.stride, options.padding, int64_t{1} << 30);
   weight_ = &add_parameter("weight", {options.out_channels, options.in_channels, options.kernel, options.kernel});
   if (options.bias) bias_ = &add_parameter("bias", {options.out_channels});
 }
@@ -15,11 +17,8 @@ ConvShape conv_shape(const Conv2dOptions& o, const Tensor& x, const std::string&
     throw Error(StatusCode::InvalidArgument, "kolo: " + name + " expects (N, " +
                                                  std::to_string(o.in_channels) + ", H, W), got " +
                                                  shape_string(x.shape()));
-  ConvShape s{x.dim(0), x.dim(1), x.dim(2), x.dim(3), o.out_channels, o.kernel, o.stride, o.padding};
-  if (s.out_height() <= 0 || s.out_width() <= 0)
-    throw Error(StatusCode::InvalidArgument, "kolo: " + name + ": input " + shape_string(x.shape()) +
-                                                 " is smaller than the kernel");
-  return s;
+  check_window_fits(name, x.shape(), o.kernel, o.padding);
+  return {x.dim(0), x.dim(1), x.dim(2), x.dim(3), o.out_channels, o.kernel, o.stride, o.padding};
 }
 }  // namespace
 
@@ -30,11 +29,13 @@ Tensor Conv2d::forward(const Tensor& input) {
   if (s.batch > 0)  // an empty batch has nothing to compute (the kernels divide work by it)
     kernels(input.device()).conv2d_forward(s, input.data(), weight_->value.data(),
                                            bias_ ? bias_->value.data() : nullptr, y.data());
-  if (is_training()) input_ = input;
+  input_ = is_training() ? input : Tensor();  // an eval forward leaves nothing to backward
+  output_shape_ = y.shape();
   return y;
 }
 
 Tensor Conv2d::backward(const Tensor& grad_output) {
+  check_backward(weight_->name, input_.ndim() > 0, grad_output, output_shape_);
   const ConvShape s = conv_shape(options_, input_, weight_->name);
   check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
   Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape(), input_.device()) : Tensor();

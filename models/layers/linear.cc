@@ -1,6 +1,7 @@
 #include "kolo/models.h"
 #include "models/kernels.h"
 #include "models/cuda/gpu_runtime.h"
+#include "models/layers/layer_checks.h"
 
 namespace kolo::models {
 
@@ -18,12 +19,13 @@ Tensor Linear::forward(const Tensor& input) {
   Tensor y = Tensor::uninitialized({input.dim(0), out}, input.device());
   kernels(input.device()).linear_forward(input.dim(0), in, out, input.data(), weight_->value.data(),
                            bias_ ? bias_->value.data() : nullptr, y.data());
-  if (is_training()) input_ = input;
+  input_ = is_training() ? input : Tensor();  // an eval forward leaves nothing to backward
   return y;
 }
 
 Tensor Linear::backward(const Tensor& grad_output) {
   const int64_t out = weight_->value.dim(0), in = weight_->value.dim(1);
+  check_backward(weight_->name, input_.ndim() > 0, grad_output, {input_.ndim() > 0 ? input_.dim(0) : 0, out});
   check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
   Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape(), input_.device()) : Tensor();
   kernels(input_.device()).linear_backward(input_.dim(0), in, out, input_.data(), weight_->value.data(), grad_output.data(),

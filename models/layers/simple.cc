@@ -4,17 +4,19 @@
 #include "kolo/models.h"
 #include "models/kernels.h"
 #include "models/cuda/gpu_runtime.h"
+#include "models/layers/layer_checks.h"
 
 namespace kolo::models {
 
 Tensor ReLU::forward(const Tensor& input) {
   Tensor y = input;  // shares storage: in place
   kernels(y.device()).relu_forward(y.numel(), y.data());
-  if (is_training()) output_ = y;
+  output_ = is_training() ? y : Tensor();  // an eval forward leaves nothing to backward
   return y;
 }
 
 Tensor ReLU::backward(const Tensor& grad_output) {
+  check_backward("ReLU", output_.ndim() > 0, grad_output, output_.shape());
   check_device(grad_output, output_.device(), "ReLU's output gradient", "its output");
   Tensor dx = Tensor::uninitialized(grad_output.shape(), grad_output.device());
   kernels(dx.device()).relu_backward(dx.numel(), output_.data(), grad_output.data(), dx.data());
@@ -37,10 +39,15 @@ void check_planes(const Tensor& t, const char* layer) {
 }
 }  // namespace
 
+// As PyTorch: padding beyond half the kernel would make windows of padding alone, whose
+// maximum is no input element.
+MaxPool2d::MaxPool2d(const MaxPoolOptions& options) : options_(options) {
+  check_window("MaxPool2d", options.kernel, options.stride, options.padding, options.kernel / 2);
+}
+
 Tensor MaxPool2d::forward(const Tensor& input) {
   const PoolShape s = pool_shape(options_, input.shape());
-  if (s.out_height() <= 0 || s.out_width() <= 0)
-    throw Error(StatusCode::InvalidArgument, "kolo: MaxPool2d input " + shape_string(input.shape()) + " is too small");
+  check_window_fits("MaxPool2d", input.shape(), s.kernel, s.padding);
   Tensor y = Tensor::uninitialized({s.batch, s.channels, s.out_height(), s.out_width()}, input.device());
   if (argmax_.numel() != y.numel() || !(argmax_.device() == y.device()))
     argmax_ = Tensor::uninitialized({y.numel()}, y.device());
@@ -50,6 +57,10 @@ Tensor MaxPool2d::forward(const Tensor& input) {
 }
 
 Tensor MaxPool2d::backward(const Tensor& grad_output) {
+  const bool saved = !input_shape_.empty();
+  const PoolShape s = saved ? pool_shape(options_, input_shape_) : PoolShape{};
+  check_backward("MaxPool2d", saved, grad_output,
+                 saved ? std::vector<int64_t>{s.batch, s.channels, s.out_height(), s.out_width()} : std::vector<int64_t>{});
   check_device(grad_output, argmax_.device(), "MaxPool2d's output gradient", "its input");
   Tensor dx = Tensor::uninitialized(input_shape_, grad_output.device());
   kernels(dx.device()).maxpool_backward(pool_shape(options_, input_shape_), grad_output.data(), indices(argmax_),
@@ -67,6 +78,9 @@ Tensor GlobalAvgPool::forward(const Tensor& input) {
 }
 
 Tensor GlobalAvgPool::backward(const Tensor& grad_output) {
+  const bool saved = !input_shape_.empty();
+  check_backward("GlobalAvgPool", saved, grad_output,
+                 saved ? std::vector<int64_t>{input_shape_[0], input_shape_[1]} : std::vector<int64_t>{});
   Tensor dx = Tensor::uninitialized(input_shape_, grad_output.device());
   kernels(dx.device()).global_avg_pool_backward(grad_output.numel(), input_shape_[2] * input_shape_[3],
                                                 grad_output.data(), dx.data());
@@ -85,6 +99,11 @@ Tensor Flatten::backward(const Tensor& grad_output) { return grad_output.reshape
 // The mask is drawn on the host on every device, from the layer's generator in element
 // order: a GPU run drops exactly the elements a CPU run with the same seed drops. On a GPU
 // the mask is uploaded (the copy stream, overlapping the host's next work) and applied there.
+Dropout::Dropout(double p, uint64_t seed) : p_(p), rng_(seed) {
+  if (!(p >= 0.0 && p <= 1.0))
+    throw Error(StatusCode::InvalidArgument, "kolo: Dropout's probability must be from 0 to 1, not " + std::to_string(p));
+}
+
 Tensor Dropout::forward(const Tensor& input) {
   if (!is_training() || p_ == 0.0) {
     mask_ = Tensor();  // backward is the identity too

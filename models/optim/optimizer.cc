@@ -9,6 +9,12 @@
 
 namespace kolo::models {
 
+Optimizer::Optimizer(std::vector<Parameter*> params) : params_(std::move(params)) {
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (params_[i] == nullptr)
+      throw Error(StatusCode::InvalidArgument, "kolo: optimizer parameter " + std::to_string(i) + " is null");
+}
+
 void Optimizer::set_lr(double lr) {
   if (!optim_detail::is_learning_rate(lr))
     throw Error(StatusCode::InvalidArgument, "kolo: " + name() + ": invalid learning rate " + std::to_string(lr));

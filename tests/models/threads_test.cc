@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "kolo/models.h"
 #include "models/cpu/thread_pool.h"
@@ -107,5 +108,28 @@ TEST_CASE("an exception thrown inside parallel_for reaches the caller after all 
     cpu::parallel_for(2, [&](int64_t, int64_t, int) { chunks.fetch_add(1); });
     CHECK(chunks.load() == 2);
   }
+  set_num_threads(1);
+}
+
+// The pool holds one job's fields: two program threads calling kernels at once overwrote
+// each other's job, and a worker ran one thread's loop after that call had returned.
+TEST_CASE("two program threads running kernels at once each get their own results", "[threads]") {
+  set_num_threads(2);
+  constexpr int64_t n = 1 << 16;
+  std::atomic<int> wrong{0};
+  auto loop = [&](float value) {
+    std::vector<float> out(n);
+    for (int i = 0; i < 200; ++i) {
+      cpu::parallel_for(n, [&](int64_t begin, int64_t end, int) {
+        for (int64_t j = begin; j < end; ++j) out[j] = value + float(i);
+      });
+      for (int64_t j = 0; j < n; j += 4099)
+        if (out[j] != value + float(i)) wrong.fetch_add(1);
+    }
+  };
+  std::thread a(loop, 1.0f), b(loop, 1000.0f);
+  a.join();
+  b.join();
+  CHECK(wrong.load() == 0);
   set_num_threads(1);
 }

@@ -25,7 +25,7 @@ struct OptimizerState {
 
 class Optimizer {
  public:
-  explicit Optimizer(std::vector<Parameter*> params) : params_(std::move(params)) {}
+  explicit Optimizer(std::vector<Parameter*> params);  // none of them null
   virtual ~Optimizer() = default;
 
   // Applies one update from each parameter's grad (torch.optim's step()).
