@@ -186,7 +186,9 @@ void Executor::allreduce_one(const Response& r, TensorEntry* entry, Path& path) 
     const ops::CopyPiece fill{zeros.get(), nullptr, count};
     path.ops.convert({&fill, 1}, r.dtype, r.dtype, 1.0);
     in = out = zeros.get();
-    prescale = 1.0;  // zeros need none
+    // Zeros need no prescale, but a ring that folds it in applies each rank's to its
+    // neighbour's input: the joined rank must pass the others' (zeros scaled stay zeros).
+    if (!path.backend.folds_prescale()) prescale = 1.0;
   } else {
     in = entry->input;
     out = entry->output;

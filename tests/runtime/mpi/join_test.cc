@@ -34,6 +34,25 @@ TEST_CASE("join: allreduce of cached tensors proceeds with joined ranks contribu
   bounded_join();
 }
 
+// kolo's ring applies each rank's prescale to its neighbour's input: a joined rank that
+// passed none left that neighbour's share unscaled, in tensors large enough for the ring.
+TEST_CASE("join: a prescaled allreduce is right in every element while ranks have joined", "[join]") {
+  const int n = size();
+  if (rank() == 0) {
+    for (const int64_t count : {int64_t{1000}, int64_t{100000}}) {
+      std::vector<float> v(count, 1.0f);
+      kolo::AllreduceOptions options{ReduceOp::Sum};
+      options.prescale = 2.0;
+      require_ok(kolo::allreduce_async("join/prescaled/" + std::to_string(count), kolo::view(v), options));
+      int64_t wrong = 0;
+      for (float x : v) wrong += x != 2.0f;
+      INFO(count << " elements at np " << n);
+      CHECK(wrong == 0);
+    }
+  }
+  bounded_join();
+}
+
 TEST_CASE("join: collectives other than allreduce fail while a rank has joined", "[join][errors]") {
   if (size() < 2) {
     WARN("needs at least 2 ranks");
