@@ -134,11 +134,24 @@ uint16_t float_to_bfloat16(float f) {
 
 namespace {
 
+// Min and max keep a NaN from either side, as torch.minimum/maximum do: std::min keeps its
+// first operand against a NaN, so whether a NaN survived depended on the rank that held it.
+template <typename T>
+T min_of(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return a < b || a != a ? a : b;
+  else return std::min(a, b);
+}
+template <typename T>
+T max_of(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return a > b || a != a ? a : b;
+  else return std::max(a, b);
+}
+
 template <typename T>
 T apply(ReduceOp op, T a, T b) {
   switch (op) {
-    case ReduceOp::Min: return std::min(a, b);
-    case ReduceOp::Max: return std::max(a, b);
+    case ReduceOp::Min: return min_of(a, b);
+    case ReduceOp::Max: return max_of(a, b);
     case ReduceOp::Product: return static_cast<T>(a * b);
     default: return static_cast<T>(a + b);
   }
@@ -164,8 +177,8 @@ void reduce_typed(void* out, const void* a_, const void* b_, int64_t count, Redu
   const T* a = static_cast<const T*>(a_);
   const T* b = static_cast<const T*>(b_);
   switch (op) {  // one loop per op so that the compiler vectorises each
-    case ReduceOp::Min: for (int64_t i = 0; i < count; ++i) d[i] = std::min(a[i], b[i]); break;
-    case ReduceOp::Max: for (int64_t i = 0; i < count; ++i) d[i] = std::max(a[i], b[i]); break;
+    case ReduceOp::Min: for (int64_t i = 0; i < count; ++i) d[i] = min_of(a[i], b[i]); break;
+    case ReduceOp::Max: for (int64_t i = 0; i < count; ++i) d[i] = max_of(a[i], b[i]); break;
     case ReduceOp::Product:
       for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(static_cast<A>(a[i]) * static_cast<A>(b[i]));
       break;

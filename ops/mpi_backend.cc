@@ -18,31 +18,60 @@
 namespace kolo::ops {
 namespace {
 
-// ---- 16-bit floats: MPI has no such types; kolo registers its own --------------------
+// ---- kolo's own types and reductions --------------------------------------------------
+// MPI has no 16-bit float types, and where its built-in reductions differ from kolo's
+// (ops/dtype.h) kolo's own run instead, so that a result does not depend on the path a
+// tensor takes (MPI's call for small ones, kolo's ring for large ones, Gloo): Open MPI's
+// vectorised 8- and 16-bit integer sums saturate where kolo's wrap, and its min and max
+// of floats drop a NaN held by some ranks.
 
 MPI_Datatype g_float16 = MPI_DATATYPE_NULL;
 MPI_Datatype g_bfloat16 = MPI_DATATYPE_NULL;
-MPI_Op g_16bit_ops[5] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+MPI_Op g_kolo_ops[5] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
 
-template <ReduceOp Op>
-void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype* type) {
-  const DType dtype = (*type == g_bfloat16) ? DType::BFloat16 : DType::Float16;
-  reduce_into(inout, in, *len, dtype, Op);
+DType dtype_of(MPI_Datatype type) {
+  if (type == g_bfloat16) return DType::BFloat16;
+  if (type == g_float16) return DType::Float16;
+  if (type == MPI_FLOAT) return DType::Float32;
+  if (type == MPI_DOUBLE) return DType::Float64;
+  if (type == MPI_INT8_T) return DType::Int8;
+  if (type == MPI_UINT8_T) return DType::UInt8;
+  if (type == MPI_INT16_T) return DType::Int16;
+  if (type == MPI_INT32_T) return DType::Int32;
+  return DType::Int64;
 }
 
-void register_16bit_types() {
+template <ReduceOp Op>
+void kolo_reduction(void* in, void* inout, int* len, MPI_Datatype* type) {
+  reduce_into(inout, in, *len, dtype_of(*type), Op);
+}
+
+bool kolo_reduces(ReduceOp op, DType dtype) {
+  switch (dtype) {
+    case DType::Float16:
+    case DType::BFloat16: return true;
+    case DType::Int8:
+    case DType::UInt8:
+    case DType::Int16: return op == ReduceOp::Sum || op == ReduceOp::Product;
+    case DType::Float32:
+    case DType::Float64: return op == ReduceOp::Min || op == ReduceOp::Max;
+    default: return false;
+  }
+}
+
+void register_kolo_types() {
   if (g_float16 != MPI_DATATYPE_NULL) return;
   check_mpi(MPI_Type_contiguous(2, MPI_BYTE, &g_float16), "MPI_Type_contiguous (float16)");
   check_mpi(MPI_Type_commit(&g_float16), "MPI_Type_commit (float16)");
   check_mpi(MPI_Type_contiguous(2, MPI_BYTE, &g_bfloat16), "MPI_Type_contiguous (bfloat16)");
   check_mpi(MPI_Type_commit(&g_bfloat16), "MPI_Type_commit (bfloat16)");
   const std::pair<ReduceOp, MPI_User_function*> reductions[] = {
-      {ReduceOp::Sum, &reduce_16bit<ReduceOp::Sum>},
-      {ReduceOp::Min, &reduce_16bit<ReduceOp::Min>},
-      {ReduceOp::Max, &reduce_16bit<ReduceOp::Max>},
-      {ReduceOp::Product, &reduce_16bit<ReduceOp::Product>}};
+      {ReduceOp::Sum, &kolo_reduction<ReduceOp::Sum>},
+      {ReduceOp::Min, &kolo_reduction<ReduceOp::Min>},
+      {ReduceOp::Max, &kolo_reduction<ReduceOp::Max>},
+      {ReduceOp::Product, &kolo_reduction<ReduceOp::Product>}};
   for (const auto& [op, reduce] : reductions)
-    check_mpi(MPI_Op_create(reduce, 1, &g_16bit_ops[int(op)]), "MPI_Op_create (16-bit reductions)");
+    check_mpi(MPI_Op_create(reduce, 1, &g_kolo_ops[int(op)]), "MPI_Op_create (kolo's reductions)");
 }
 
 MPI_Datatype mpi_type(DType dtype) {
@@ -65,7 +94,7 @@ MPI_Op mpi_op(ReduceOp op, DType dtype) {
              "kolo: Adasum reached an MPI reduction; the executor runs it over sendrecv (ops/adasum.h)");
   KOLO_CHECK(op != ReduceOp::Average, StatusCode::Internal,
              "kolo: Average reached an MPI reduction; the executor sums and scales (runtime/executor.cc)");
-  if (dtype == DType::Float16 || dtype == DType::BFloat16) return g_16bit_ops[int(op)];
+  if (kolo_reduces(op, dtype)) return g_kolo_ops[int(op)];
   switch (op) {
     case ReduceOp::Min: return MPI_MIN;
     case ReduceOp::Max: return MPI_MAX;
@@ -111,7 +140,7 @@ class MpiBackend final : public Backend {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     chunk_bytes_ = allreduce_piece_bytes(chunk_bytes_, size_);
-    register_16bit_types();
+    register_kolo_types();
   }
 
   std::string name() const override { return "mpi"; }
