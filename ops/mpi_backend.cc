@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,23 +113,25 @@ int as_int(int64_t value, const char* what) {
   return static_cast<int>(value);
 }
 
-std::vector<int> as_ints(std::span<const int64_t> values, const char* what) {
-  std::vector<int> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = as_int(values[i], what);
-  return out;
+// Where each part starts, in 64 bits: parts that each fit an int may not fit one together.
+std::vector<int64_t> displacements(std::span<const int64_t> counts) {
+  std::vector<int64_t> displs(counts.size(), 0);
+  for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+  return displs;
 }
 
-// Summed in 64 bits: parts that each fit an int may not fit one together. A throw beats an
-// overflowed displacement (where the counts are the same on every rank, as in allgather and
-// reducescatter, every rank throws alike).
-std::vector<int> displacements(const std::vector<int>& counts) {
-  std::vector<int> displs(counts.size(), 0);
-  int64_t at = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    displs[i] = as_int(at, "a collective's total");
-    at += counts[i];
+// A piece's displacements (each part's start, plus `at`) as MPI's ints, a part the piece
+// does not touch at 0; none where one is past 2^31 - 1 (a collective of more elements than
+// that in all, whose pieces each fit).
+std::optional<std::vector<int>> piece_displacements(const std::vector<int64_t>& displs, int64_t at,
+                                                    const std::vector<int>& piece_counts) {
+  std::vector<int> out(displs.size(), 0);
+  for (std::size_t r = 0; r < displs.size(); ++r) {
+    if (piece_counts[r] == 0) continue;
+    if (displs[r] + at > INT_MAX) return std::nullopt;
+    out[r] = static_cast<int>(displs[r] + at);
   }
-  return displs;
+  return out;
 }
 
 // ---- data plane -------------------------------------------------------------------------
@@ -183,19 +186,28 @@ class MpiBackend final : public Backend {
   // progress, and a roll call's bytes wait behind one piece at most, not the whole call.
   void allgatherv(const void* input, void* output, std::span<const int64_t> counts,
                   DType dtype) override {
-    const std::vector<int> c = as_ints(counts, "allgather");
-    const std::vector<int> displs = displacements(c);
-    const std::size_t element = dtype_size(dtype);
+    const std::vector<int64_t> displs = displacements(counts);
+    const int64_t element = static_cast<int64_t>(dtype_size(dtype));
+    char* out = static_cast<char*>(output);
     // Input already at this rank's place in the output: MPI wants that said, not aliased.
-    const bool in_place = input == static_cast<const char*>(output) + int64_t{displs[rank_]} * int64_t(element);
+    const bool in_place = input == out + displs[rank_] * element;
     const int64_t per_rank = piece_per_rank(element);
     for (int64_t at = 0, pieces = piece_count(counts, per_rank); at < pieces * per_rank; at += per_rank) {
-      const std::vector<int> n = slice_counts(c, at, per_rank);
-      std::vector<int> d(displs);
-      for (int& displ : d) displ = as_int(displ + at, "allgather");
-      const void* send = in_place ? MPI_IN_PLACE : static_cast<const char*>(input) + (n[rank_] ? at : 0) * element;
-      check_mpi(MPI_Allgatherv(send, n[rank_], mpi_type(dtype), output, n.data(), d.data(), mpi_type(dtype), comm_),
-                "MPI_Allgatherv");
+      const std::vector<int> n = slice_counts(counts, at, per_rank);
+      const char* mine = static_cast<const char*>(input) + (n[rank_] ? at : 0) * element;
+      if (const std::optional<std::vector<int>> d = piece_displacements(displs, at, n)) {
+        check_mpi(MPI_Allgatherv(in_place ? MPI_IN_PLACE : mine, n[rank_], mpi_type(dtype), output, n.data(),
+                                 d->data(), mpi_type(dtype), comm_),
+                  "MPI_Allgatherv");
+      } else {
+        // Past 2^31 - 1 elements an int cannot say where a part goes: each rank broadcasts
+        // its part in place. (The counts, and so this choice, are the same on every rank.)
+        if (!in_place && n[rank_] > 0) std::memcpy(out + (displs[rank_] + at) * element, mine, n[rank_] * element);
+        for (int r = 0; r < size_; ++r)
+          if (n[r] > 0)
+            check_mpi(MPI_Bcast(out + (displs[r] + at) * element, n[r], mpi_type(dtype), r, comm_),
+                      "MPI_Bcast (a part of an allgather)");
+      }
       moved();
     }
   }
@@ -217,21 +229,36 @@ class MpiBackend final : public Backend {
   // 8-byte allreduce: a few microseconds on top of every alltoall.
   void alltoallv(const void* input, std::span<const int64_t> send_counts, void* output,
                  std::span<const int64_t> recv_counts, DType dtype) override {
-    const std::vector<int> sc = as_ints(send_counts, "alltoall");
-    const std::vector<int> rc = as_ints(recv_counts, "alltoall");
-    const std::vector<int> sd = displacements(sc), rd = displacements(rc);
-    const std::size_t element = dtype_size(dtype);
+    const std::vector<int64_t> sd = displacements(send_counts), rd = displacements(recv_counts);
+    const int64_t element = static_cast<int64_t>(dtype_size(dtype));
     const int64_t per_rank = piece_per_rank(element);
-    int64_t pieces = std::max(piece_count(send_counts, per_rank), piece_count(recv_counts, per_rank));
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &pieces, 1, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce (alltoall pieces)");
-    for (int64_t at = 0; at < pieces * per_rank; at += per_rank) {
-      const std::vector<int> sn = slice_counts(sc, at, per_rank), rn = slice_counts(rc, at, per_rank);
-      std::vector<int> sdk(sd), rdk(rd);
-      for (int& displ : sdk) displ = as_int(displ + at, "alltoall");
-      for (int& displ : rdk) displ = as_int(displ + at, "alltoall");
-      check_mpi(MPI_Alltoallv(input, sn.data(), sdk.data(), mpi_type(dtype), output, rn.data(), rdk.data(),
-                              mpi_type(dtype), comm_),
-                "MPI_Alltoallv");
+    // {pieces, whether some rank's parts go past 2^31 - 1 elements}, agreed: that rank's
+    // displacements do not fit MPI's ints, and every rank must then take the same path.
+    const auto past_int = [](const std::vector<int64_t>& d, std::span<const int64_t> c) {
+      return !d.empty() && d.back() + c.back() > INT_MAX;
+    };
+    int64_t plan[2] = {std::max(piece_count(send_counts, per_rank), piece_count(recv_counts, per_rank)),
+                       past_int(sd, send_counts) || past_int(rd, recv_counts)};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, plan, 2, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce (alltoall pieces)");
+    const char* in = static_cast<const char*>(input);
+    char* out = static_cast<char*>(output);
+    for (int64_t at = 0; at < plan[0] * per_rank; at += per_rank) {
+      const std::vector<int> sn = slice_counts(send_counts, at, per_rank), rn = slice_counts(recv_counts, at, per_rank);
+      if (!plan[1]) {
+        const std::vector<int> sdk = *piece_displacements(sd, at, sn), rdk = *piece_displacements(rd, at, rn);
+        check_mpi(MPI_Alltoallv(input, sn.data(), sdk.data(), mpi_type(dtype), output, rn.data(), rdk.data(),
+                                mpi_type(dtype), comm_),
+                  "MPI_Alltoallv");
+      } else {
+        // Rank by rank, each exchange addressed by pointer: no displacement to overflow.
+        for (int k = 0; k < size_; ++k) {
+          const int to = (rank_ + k) % size_, from = (rank_ - k + size_) % size_;
+          check_mpi(MPI_Sendrecv(in + (sd[to] + at) * element, sn[to], mpi_type(dtype), to, kAlltoallTag,
+                                 out + (rd[from] + at) * element, rn[from], mpi_type(dtype), from, kAlltoallTag, comm_,
+                                 MPI_STATUS_IGNORE),
+                    "MPI_Sendrecv (a part of an alltoall)");
+        }
+      }
       moved();
     }
   }
@@ -242,17 +269,16 @@ class MpiBackend final : public Backend {
   // scaling then touches only this rank's slice, just written.
   void reducescatter(const void* input, void* output, std::span<const int64_t> counts,
                      DType dtype, ReduceOp op, double scale) override {
-    const std::vector<int> c = as_ints(counts, "reducescatter");
-    const std::vector<int> displs = displacements(c);
+    const std::vector<int64_t> displs = displacements(counts);
     const std::size_t element = dtype_size(dtype);
     const int64_t per_rank = piece_per_rank(element);
     const int64_t pieces = piece_count(counts, per_rank);
     for (int64_t at = 0; at < pieces * per_rank; at += per_rank) {
-      const std::vector<int> n = slice_counts(c, at, per_rank);
+      const std::vector<int> n = slice_counts(counts, at, per_rank);
       const void* send = input;
       if (pieces > 1) {
-        packed_.resize(std::size_t(std::min<int64_t>(per_rank, *std::max_element(c.begin(), c.end()))) * size_ *
-                       element);
+        packed_.resize(std::size_t(std::min<int64_t>(per_rank, *std::max_element(counts.begin(), counts.end()))) *
+                       size_ * element);
         std::byte* to = packed_.data();
         for (int r = 0; r < size_; ++r) {
           const std::size_t bytes = std::size_t(n[r]) * element;
@@ -307,8 +333,8 @@ class MpiBackend final : public Backend {
     const int64_t most = INT_MAX / static_cast<int64_t>(element);
     return std::clamp<int64_t>(chunk_bytes_ / static_cast<int64_t>(element), 1, most);
   }
-  int64_t piece_per_rank(std::size_t element) const {
-    return std::max<int64_t>(1, chunk_bytes_ / size_ / static_cast<int64_t>(element));
+  int64_t piece_per_rank(std::size_t element) const {  // an int: it is an MPI count
+    return std::clamp<int64_t>(chunk_bytes_ / size_ / static_cast<int64_t>(element), 1, INT_MAX);
   }
   // Pieces to cover the longest part (at least one: every rank calls, also for nothing).
   static int64_t piece_count(std::span<const int64_t> counts, int64_t per_rank) {
@@ -316,7 +342,7 @@ class MpiBackend final : public Backend {
     return std::max<int64_t>(1, (longest + per_rank - 1) / per_rank);
   }
   // Each part's elements from `at` on, at most per_rank.
-  static std::vector<int> slice_counts(const std::vector<int>& counts, int64_t at, int64_t per_rank) {
+  static std::vector<int> slice_counts(std::span<const int64_t> counts, int64_t at, int64_t per_rank) {
     std::vector<int> slice(counts.size());
     for (std::size_t r = 0; r < counts.size(); ++r)
       slice[r] = static_cast<int>(std::clamp<int64_t>(counts[r] - at, 0, per_rank));
@@ -324,6 +350,7 @@ class MpiBackend final : public Backend {
   }
 
   static constexpr int kSendrecvTag = 0x6b6f;  // the ring has its own tag
+  static constexpr int kAlltoallTag = 0x6b70;
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
