@@ -472,12 +472,13 @@ void require_running_sets(const ProcessSets& running, const std::vector<std::vec
   const std::map<int, std::vector<int>> table = running.table();
   for (std::vector<int> ranks : wanted) {
     std::sort(ranks.begin(), ranks.end());
+    const std::string listed = shape_string(Shape(std::vector<int64_t>(ranks.begin(), ranks.end())));
     const bool running_already = std::any_of(table.begin(), table.end(), [&](const auto& entry) {
       return entry.first != 0 && entry.second == ranks;  // the global set is never a static set
     });
     if (!running_already)
       throw Error(StatusCode::InvalidArgument,
-                  "kolo: init() with the process set " + shape_string(Shape(std::vector<int64_t>(ranks.begin(), ranks.end()))) +
+                  "kolo: init() with the process set " + listed +
                       ", but kolo is already running without it: call kolo::shutdown() first, or add it with "
                       "add_process_set() (KOLO_DYNAMIC_PROCESS_SETS=1)");
   }

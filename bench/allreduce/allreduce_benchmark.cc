@@ -173,7 +173,8 @@ int main(int argc, char** argv) {
   bool sweep = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc && std::atoi(argv[i + 1]) > 0) rounds = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
+      rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sweep")) sweep = true;
     else {
       std::fprintf(stderr, "usage: %s [--reps N] [--rounds R] [--sweep]\n", argv[0]);

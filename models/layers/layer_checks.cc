@@ -6,8 +6,8 @@ void check_window(const std::string& layer, int64_t kernel, int64_t stride, int6
   if (kernel < 1 || stride < 1 || padding < 0 || padding > most_padding)
     throw Error(StatusCode::InvalidArgument,
                 "kolo: " + layer + ": kernel " + std::to_string(kernel) + ", stride " + std::to_string(stride) +
-                    ", padding " + std::to_string(padding) + ": expected kernel >= 1, stride >= 1 and padding from 0 to " +
-                    std::to_string(most_padding));
+                    ", padding " + std::to_string(padding) +
+                    ": expected kernel >= 1, stride >= 1 and padding from 0 to " + std::to_string(most_padding));
 }
 
 void check_window_fits(const std::string& layer, const std::vector<int64_t>& input_shape, int64_t kernel,

@@ -57,10 +57,12 @@ Tensor MaxPool2d::forward(const Tensor& input) {
 }
 
 Tensor MaxPool2d::backward(const Tensor& grad_output) {
-  const bool saved = !input_shape_.empty();
-  const PoolShape s = saved ? pool_shape(options_, input_shape_) : PoolShape{};
-  check_backward("MaxPool2d", saved, grad_output,
-                 saved ? std::vector<int64_t>{s.batch, s.channels, s.out_height(), s.out_width()} : std::vector<int64_t>{});
+  std::vector<int64_t> output_shape;  // none before a forward
+  if (!input_shape_.empty()) {
+    const PoolShape s = pool_shape(options_, input_shape_);
+    output_shape = {s.batch, s.channels, s.out_height(), s.out_width()};
+  }
+  check_backward("MaxPool2d", !input_shape_.empty(), grad_output, output_shape);
   check_device(grad_output, argmax_.device(), "MaxPool2d's output gradient", "its input");
   Tensor dx = Tensor::uninitialized(input_shape_, grad_output.device());
   kernels(dx.device()).maxpool_backward(pool_shape(options_, input_shape_), grad_output.data(), indices(argmax_),
@@ -101,7 +103,8 @@ Tensor Flatten::backward(const Tensor& grad_output) { return grad_output.reshape
 // the mask is uploaded (the copy stream, overlapping the host's next work) and applied there.
 Dropout::Dropout(double p, uint64_t seed) : p_(p), rng_(seed) {
   if (!(p >= 0.0 && p <= 1.0))
-    throw Error(StatusCode::InvalidArgument, "kolo: Dropout's probability must be from 0 to 1, not " + std::to_string(p));
+    throw Error(StatusCode::InvalidArgument,
+                "kolo: Dropout's probability must be from 0 to 1, not " + std::to_string(p));
 }
 
 Tensor Dropout::forward(const Tensor& input) {
