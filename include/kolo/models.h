@@ -361,7 +361,9 @@ void initialize(Net& net, uint64_t seed);
 
 // ---- Compute threads --------------------------------------------------------------------------
 
-// Threads the CPU kernels use (default: 1). Set before training starts.
+// Threads the CPU kernels use (default: 1). Set before training starts. The threads are one
+// pool for the process: program threads that run layers at once (a validation thread beside
+// training) take turns in it, each parallel loop whole.
 void set_num_threads(int threads);
 int num_threads();
 
