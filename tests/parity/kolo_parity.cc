@@ -13,6 +13,7 @@
 #include <string>
 
 #include "fixture.h"
+#include "support/gpu_skip.h"
 #include "kolo/models.h"
 
 using namespace kolo::models;
@@ -149,10 +150,9 @@ int main(int argc, char** argv) {
       const std::string name = argv[3];
       if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
         device = kolo::Device::cuda(name == "cuda" ? 0 : std::stoi(name.substr(5)));
-        if (device.index >= cuda_device_count()) {
-          std::printf("SKIPPED: no CUDA device %d visible (or kolo was built without CUDA)\n", device.index);
-          return 77;
-        }
+        if (device.index >= cuda_device_count())
+          return kolo_test::exit_code_without_gpu(
+              ("no CUDA device " + std::to_string(device.index) + " visible (or kolo was built without CUDA)").c_str());
         set_allow_tf32(device, false);  // PyTorch's reference is float32 on the CPU
       } else if (name != "cpu") {
         std::fprintf(stderr, "kolo-parity: unknown device '%s' (cpu, cuda or cuda:N)\n", name.c_str());

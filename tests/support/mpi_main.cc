@@ -9,7 +9,7 @@
 //     mpirun -np 2 kolo_mpi_tests [stall]
 //
 // The GPU tests (tests/ops/gpu/) build it with KOLO_TEST_REQUIRES_GPU: on a machine without
-// a CUDA device they exit with kSkipNoGpu, which CTest reports as skipped.
+// a CUDA device they exit with 77, which CTest reports as skipped (support/gpu_skip.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string>
 
 #include <mpi.h>
 
@@ -25,7 +26,8 @@
 
 #ifdef KOLO_TEST_REQUIRES_GPU
 #include <cuda_runtime_api.h>
-constexpr int kSkipNoGpu = 77;  // SKIP_RETURN_CODE in tests/ops/gpu/CMakeLists.txt
+
+#include "support/gpu_skip.h"
 #endif
 
 int main(int argc, char** argv) {
@@ -38,11 +40,11 @@ int main(int argc, char** argv) {
   int devices = 0;
   const cudaError_t probe = cudaGetDeviceCount(&devices);
   if (probe != cudaSuccess || devices == 0) {
-    if (world_rank == 0)
-      std::printf("SKIP: no CUDA device on this machine (cudaGetDeviceCount: %s, %d devices)\n",
-                  cudaGetErrorString(probe), devices);
+    const std::string why = "no CUDA device on this machine (cudaGetDeviceCount: " +
+                            std::string(cudaGetErrorString(probe)) + ", " + std::to_string(devices) + " devices)";
+    const int code = kolo_test::exit_code_without_gpu(why.c_str());  // every rank: the same code
     MPI_Finalize();
-    return kSkipNoGpu;
+    return code;
   }
 #endif
 
