@@ -924,7 +924,7 @@ void start_timeline(const std::string& path, bool mark_cycles) {
   const Runtime& global = s->global();
   const int rank = global.transport().rank();
   const std::optional<std::string> file = timeline_file_of(path, rank);
-  if (!file) return;
+  if (!file) return s->timeline().close();  // rank 0 writes the new one; this rank's ends too
   s->timeline().open(*file, rank, global.clock().now(), mark_cycles || global.config().timeline_mark_cycles);
 }
 

@@ -8,10 +8,52 @@
 
 namespace kolo {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at text[at], or 0 where there is none (a
+// stray continuation byte, a truncated or overlong sequence, a surrogate, beyond U+10FFFF).
+std::size_t utf8_sequence(const std::string& text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xbf;  // the second byte's range
+  if (lead >= 0xc2 && lead <= 0xdf) length = 2;
+  else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size() || byte(at + 1) < low || byte(at + 1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i)
+    if (byte(at + i) < 0x80 || byte(at + i) > 0xbf) return 0;
+  return length;
+}
+
+}  // namespace
+
+// A tensor name may hold any bytes; JSON holds UTF-8 text. A byte that is not part of a
+// well-formed UTF-8 sequence becomes U+FFFD, so that the file stays valid JSON.
 std::string json_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size() + 2);
-  for (unsigned char c : text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const unsigned char c = static_cast<unsigned char>(text[at]);
+    if (c >= 0x80) {
+      const std::size_t length = utf8_sequence(text, at);
+      if (length == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(text, at, length);
+        at += length - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -44,10 +86,12 @@ std::optional<std::string> timeline_file_of(const std::string& path, int rank) {
 
 void Timeline::open(const std::string& path, int rank, Clock::time_point origin, bool mark_cycles) {
   std::lock_guard<std::mutex> lock(mutex_);
-  close_locked();
-  file_ = std::fopen(path.c_str(), "w");
-  KOLO_CHECK(file_ != nullptr, StatusCode::IoError,
+  // The new file first: a path that cannot be written leaves the running timeline running.
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  KOLO_CHECK(file != nullptr, StatusCode::IoError,
              "kolo: cannot write the timeline file '" + path + "' (KOLO_TIMELINE): " + std::strerror(errno));
+  close_locked();
+  file_ = file;
   lanes_.clear();
   pid_ = rank;
   origin_ = origin;

@@ -293,7 +293,9 @@ std::vector<std::string> allgather_bytes(const std::string& name, const std::str
                                          const ProcessSet& set = {});
 
 // The timeline (KOLO_TIMELINE), started and stopped while kolo runs; rank 0 writes it,
-// each event naming its process set, or every rank its own when `path` contains "{rank}". Starting one while another is open closes the first.
+// each event naming its process set, or every rank its own when `path` contains "{rank}".
+// Starting one while another is open closes the first, on every rank; a path that cannot
+// be written throws kolo::Error (IoError) and leaves the open one running.
 // KOLO_TIMELINE=DYNAMIC starts none at init() and leaves it to these calls.
 void start_timeline(const std::string& path, bool mark_cycles = false);
 void stop_timeline();

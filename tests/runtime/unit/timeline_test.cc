@@ -76,6 +76,15 @@ TEST_CASE("json_escape escapes quotes, backslashes and control characters", "[ti
   // Whatever json_escape produces parses back to the original.
   const std::string nasty = "q\"uote\\ new\nline \x02 end";
   CHECK(json::parse("\"" + kolo::json_escape(nasty) + "\"").get<std::string>() == nasty);
+  // A name is bytes; JSON is UTF-8 text: what is not well-formed UTF-8 becomes U+FFFD, and
+  // the file still parses. (Passed through, one such name made the whole file unreadable.)
+  CHECK(kolo::json_escape("bad\xff\xfe end") == "bad\\ufffd\\ufffd end");
+  CHECK(kolo::json_escape("cut \xc3") == "cut \\ufffd");                   // truncated
+  CHECK(kolo::json_escape("\xc0\xaf") == "\\ufffd\\ufffd");                // overlong '/'
+  CHECK(kolo::json_escape("\xed\xa0\x80") == "\\ufffd\\ufffd\\ufffd");   // a surrogate
+  CHECK(kolo::json_escape("\xf0\x9f\x98\x80 ok") == "\xf0\x9f\x98\x80 ok");  // U+1F600 passes
+  for (const std::string bytes : {std::string("a\xff\"b"), std::string("\xe2\x82"), std::string("\x80\x80")})
+    CHECK_NOTHROW(json::parse("\"" + kolo::json_escape(bytes) + "\""));
 }
 
 TEST_CASE("timeline writes a Chrome trace with a lane per tensor and fused groups", "[timeline]") {
@@ -251,6 +260,18 @@ TEST_CASE("timeline open fails with a kolo::Error naming the path", "[timeline]"
     CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains(path));
   }
   CHECK_FALSE(tl.enabled());
+
+  // A path that cannot be written leaves a running timeline running.
+  const std::string good = temp_path("kolo_timeline_kept");
+  tl.open(good, 0);
+  CHECK_THROWS_AS(tl.open(path, 0), kolo::Error);
+  CHECK(tl.enabled());
+  const auto t0 = kolo::Timeline::Clock::now();
+  tl.phase(0, "after", "ALLREDUCE", t0, t0 + 1ms);
+  tl.close();
+  std::ifstream in(good);
+  CHECK(json::parse(in).dump().find("\"after\"") != std::string::npos);  // its lane
+  std::remove(good.c_str());
 }
 
 TEST_CASE("timeline destructor completes the JSON array", "[timeline]") {
