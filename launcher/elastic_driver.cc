@@ -225,9 +225,13 @@ void ElasticJob::discover(bool force) {
     next_discovery_ = Clock::now() + kDiscoveryPeriod;
     if (now.empty()) now = {{"localhost", std::max(options_.num_ranks, options_.max_np.value_or(0))}};
   }
-  bool changed = now.size() != hosts_.size();
-  for (size_t i = 0; !changed && i < now.size(); ++i)
-    changed = now[i].host != hosts_[i].host || now[i].slots != hosts_[i].slots;
+  // The same hosts in another order are no change (a script may list them as it likes).
+  const auto slots_by_host = [](const std::vector<HostSlots>& hosts) {
+    std::map<std::string, std::optional<int>> slots;
+    for (const HostSlots& h : hosts) slots[h.host] = h.slots;
+    return slots;
+  };
+  bool changed = slots_by_host(now) != slots_by_host(hosts_);
   // A blacklisted host whose cooldown has ended is a host that came back.
   for (const auto& [host, until] : blacklist_)
     if (until && Clock::now() >= *until && back_after_cooldown_.insert(host).second) {

@@ -10,6 +10,8 @@ kolorun's lines and the workers' logs (elastic_train.py):
             of its even ranks and sums on it every step;
   grow      a host added through the discovery script: the job grows to 3 workers, equal
             parameters, every sample once;
+  reorder   a discovery script that lists the same hosts in another order each time: no
+            change, so no reset (one a second before, each counted by --reset-limit);
   reset-limit  --reset-limit 0 and a lost worker: the job fails with a clear line;
   cooldown  a failed host is blacklisted, and comes back after --blacklist-cooldown-range;
   min-np    a host removed below --min-np, then added again (horovod#3494): the job waits,
@@ -219,6 +221,22 @@ def scenario_grow(args, work):
     check_every_sample_once(workers, 1536, 3)
 
 
+def scenario_reorder(args, work):
+    count = os.path.join(work, 'count')
+    script = os.path.join(work, 'discover.sh')
+    with open(script, 'w') as f:
+        f.write(f'#!/bin/sh\nn=$(cat {count} 2>/dev/null || echo 0)\necho $((n + 1)) > {count}\n'
+                'if [ $((n % 2)) = 0 ]; then printf "localhost:1\\n127.0.0.1:1\\n"; '
+                'else printf "127.0.0.1:1\\nlocalhost:1\\n"; fi\n')
+    os.chmod(script, 0o755)
+    done, workers = run_job(args, work, ['--min-np', '2', '--max-np', '2', '--reset-limit', '0',
+                                         '--host-discovery-script', script],
+                            TRAIN + ['--step-seconds', '0.02'])
+    check(int(open(count).read()) >= 3, 'the discovery script ran several times, in both orders')
+    check(done.returncode == 0 and 'round 2' not in done.stdout, 'the job succeeds without a reset')
+    check_equal_ends(workers, 2)
+
+
 def scenario_reset_limit(args, work):
     done, _ = run_job(args, work, ['--min-np', '2', '-np', '3', '-H', 'localhost:1,127.0.0.1:2', '--reset-limit', '0'],
                       TRAIN + ['--die-on', 'localhost:10'])
@@ -411,7 +429,8 @@ def scenario_slurm(args, work):
     check_went_on(done, workers, work, 1, 30, '30 s')
 
 
-SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'reset-limit': scenario_reset_limit,
+SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'reorder': scenario_reorder,
+             'reset-limit': scenario_reset_limit,
              'cooldown': scenario_cooldown, 'min-np': scenario_min_np, 'hung': scenario_hung,
              'stall': scenario_stall, 'horovod-grow-shrink': scenario_horovod_grow_shrink,
              'horovod-failures': scenario_horovod_failures, 'cut': scenario_cut, 'slurm': scenario_slurm}
