@@ -6,15 +6,16 @@ appear (docs/elastic.md):
 
     @hvd.elastic.run
     def train(state):
-        for state.epoch in range(state.epoch, epochs):
+        while state.epoch < epochs:
             for state.batch, (data, target) in enumerate(loader):   # sampler=ElasticSampler
                 ...
                 state.sampler.record_batch(state.batch, batch_size)
                 if state.batch % 10 == 0:
                     state.commit()
-            state.sampler.set_epoch(state.epoch + 1)   # at the end of the epoch
+            state.epoch += 1                       # epoch and sampler order change together,
             state.batch = 0
-            state.commit()
+            state.sampler.set_epoch(state.epoch)
+            state.commit()                         # in one commit
 
     train(state)
 """
