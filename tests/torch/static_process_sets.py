@@ -1,6 +1,6 @@
 """hvd.init(process_sets=[...]) at np 3: static process sets, given as Horovod's ProcessSet
 objects and as rank lists, get their ids; a list kolo rejects raises ValueError and leaves
-kolo unstarted, so that init can be called again. A script of its own: kolo starts once per
+kolo unstarted, so that init can be called again; shutdown() takes the ids back. A script of its own: kolo starts once per
 process. Exits 0 when every check passed (an assertion fails the rank, and kolo's stall bound
 ends the others)."""
 import os
@@ -42,4 +42,8 @@ except hvd.KoloError as e:
     assert 'DYNAMIC_PROCESS_SETS' in str(e), e
 
 hvd.shutdown()
+# A new run of kolo (an elastic reset) numbers its sets from 1 again: a set kept across it
+# must not name whatever set gets its old id. The global set keeps 0.
+assert evens.process_set_id is None and odds.process_set_id is None, (evens, odds)
+assert hvd.global_process_set.process_set_id == 0
 print(f'[rank {r}] static process sets: ok', flush=True)

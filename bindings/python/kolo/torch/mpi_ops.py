@@ -17,7 +17,7 @@ from kolo.torch._C import KoloError, InvalidArgumentError
 from kolo.torch.compression import Compression, FP16Compressor, NoneCompressor
 from kolo.torch.process_sets import (
     ProcessSet, global_process_set, add_process_set, remove_process_set, set_id as _set_id,
-    _as_process_sets, _assign_ids)
+    _as_process_sets, _assign_ids, _forget_ids)
 
 __all__ = [
     'init', 'shutdown', 'is_initialized', 'rank', 'size', 'local_rank', 'local_size', 'cross_rank',
@@ -105,8 +105,10 @@ def init(comm=None, process_sets=None):
 def shutdown():
     """Stops kolo; operations still pending fail with code "Aborted" (synchronize() raises it).
     Their handles stay until synchronized, as Horovod's do, but not their tensors: an elastic
-    job that resets many times, forgetting its handles, would keep a step's gradients each."""
+    job that resets many times, forgetting its handles, would keep a step's gradients each.
+    Process sets lose their ids: the next init() numbers its sets anew."""
     _C.shutdown()
+    _forget_ids()
     for handle, (handles, _) in list(_handle_map.items()):
         errors = []
         for h in handles:

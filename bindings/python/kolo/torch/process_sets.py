@@ -1,7 +1,14 @@
 """Process sets, as horovod/common/process_sets.py: Python objects naming kolo's sets by id.
 kolo keeps the table of sets (docs/process_sets.md); a ProcessSet gets its id from hvd.init()
 or hvd.add_process_set(), and asks kolo for its size and this rank's place in it."""
+import weakref
+
 from kolo.torch import _C
+
+# The sets given an id since init(). shutdown() takes their ids back: a new run of kolo numbers
+# its sets from 1 again, and a set kept across a reset (an elastic job's) would otherwise name
+# another set of ranks without an error.
+_with_ids = weakref.WeakSet()
 
 
 class ProcessSet:
@@ -63,7 +70,16 @@ def _assign_ids(sets):
             s._invalidate()
         else:
             seen.add(s.process_set_id)
+            _with_ids.add(s)
     global_process_set.ranks = list(range(_C.size()))
+
+
+def _forget_ids():
+    """At shutdown: every set but the global one is without an id until init() or
+    add_process_set() gives it one again."""
+    for s in list(_with_ids):
+        s._invalidate()
+    _with_ids.clear()
 
 
 def set_id(process_set):
@@ -72,7 +88,7 @@ def set_id(process_set):
         raise ValueError(f'process_set must be a ProcessSet, not {type(process_set).__name__}')
     if process_set.process_set_id is None:
         raise ValueError(f'{process_set} has no id: pass it to hvd.init(process_sets=...) or '
-                         'hvd.add_process_set() first (or it was removed)')
+                         'hvd.add_process_set() first (or it was removed, or kolo was shut down since)')
     return process_set.process_set_id
 
 
@@ -85,6 +101,7 @@ def add_process_set(process_set):
         # Horovod's error; every rank sees the same table, so every rank raises it.
         raise ValueError(f'Attempted to add a duplicate process set: {process_set}')
     process_set.process_set_id = _C.add_process_set(process_set.ranks)
+    _with_ids.add(process_set)
     return process_set
 
 
