@@ -498,7 +498,6 @@ void init(const std::vector<std::vector<int>>& process_sets) {
     // job's next round.
 #if KOLO_WITH_GLOO
     auto transport = std::make_unique<GlooTransport>(*job, g_last_gloo_round, config);
-    g_last_gloo_round = transport->round();
     start(std::move(transport), config, process_sets);
     g_gloo_running = true;
     return;

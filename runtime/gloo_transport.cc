@@ -48,12 +48,12 @@ struct GlooTransport::Shared {
   }
 };
 
-GlooTransport::GlooTransport(const GlooJob& job, int64_t after_round, const Config& config)
+GlooTransport::GlooTransport(const GlooJob& job, int64_t& last_round, const Config& config)
     : shared_(std::make_shared<Shared>(job, config)) {
   const std::chrono::milliseconds place_timeout =
       std::max(shared_->options.control_timeout, Config::milliseconds(job.place_timeout_seconds));
-  const rendezvous::Place place = shared_->client.wait_for_place(job.host, job.slot, after_round, place_timeout);
-  round_ = place.round;
+  const rendezvous::Place place = shared_->client.wait_for_place(job.host, job.slot, last_round, place_timeout);
+  round_ = last_round = place.round;
   gloo::transport::tcp::attr attr;
   // Listen on the address by which this host reached kolorun: the others reach it there too.
   if (job.iface.empty()) attr.hostname = shared_->client.local_address();

@@ -32,9 +32,11 @@ namespace kolo {
 class GlooTransport final : public Transport {
  public:
   // Collective over the round's workers: this worker's place in the first round after
-  // `after_round` (0: the first), and a connection to each of that round's workers. Waits
-  // up to the control timeout for the place and for the others.
-  GlooTransport(const GlooJob& job, int64_t after_round, const Config& config);
+  // `last_round` (0: the first), and a connection to each of that round's workers. Waits
+  // up to the control timeout for the place and for the others. `last_round` becomes the
+  // round placed in before the connections are made: when a worker of that round never
+  // arrives, the next try asks for a later round instead of the same dead one.
+  GlooTransport(const GlooJob& job, int64_t& last_round, const Config& config);
   ~GlooTransport() override;
 
   int64_t round() const { return round_; }

@@ -82,8 +82,16 @@ auto run(State& state, Train&& train) -> decltype(train()) {
   bool reset_required = false;
   for (;;) {
     if (reset_required) {
-      reset();
-      state.on_reset();
+      try {
+        reset();
+        state.on_reset();
+      } catch (const Error& e) {
+        // A worker of the new round never arrived (its host broken): that round is lost as
+        // a worker is, and the next reset asks for a later one. The state was restored
+        // before this reset.
+        if (e.code() != StatusCode::CommFailure || !is_elastic()) throw;
+        continue;
+      }
     }
     try {
       state.sync();  // inside: a worker lost while the state is synced is lost as any other

@@ -10,6 +10,9 @@ kolorun's lines and the workers' logs (elastic_train.py):
             of its even ranks and sums on it every step;
   grow      a host added through the discovery script: the job grows to 3 workers, equal
             parameters, every sample once;
+  broken-new-worker  a host's new slot whose worker dies before it reaches kolo: the round
+            formed with it fails to connect, the survivors reset again (the failed reset
+            no longer ends them) into a round without that host, and finish;
   reorder   a discovery script that lists the same hosts in another order each time: no
             change, so no reset (one a second before, each counted by --reset-limit);
   reset-limit  --reset-limit 0 and a lost worker: the job fails with a clear line;
@@ -221,6 +224,24 @@ def scenario_grow(args, work):
     check_every_sample_once(workers, 1536, 3)
 
 
+def scenario_broken_new_worker(args, work):
+    hosts = os.path.join(work, 'hosts')
+    with open(hosts, 'w') as f:
+        f.write('localhost:1\n127.0.0.1:1\n')
+
+    def add_slot():
+        with open(hosts, 'w') as f:
+            f.write('localhost:1\n127.0.0.1:2\n')
+    done, workers = run_job(args, work, ['--min-np', '1', '--max-np', '3', '--host-discovery-script', f'cat {hosts}'],
+                            TRAIN + ['--step-seconds', '0.02', '--die-before-init', '127.0.0.1:1'],
+                            env={'KOLO_CONTROL_TIMEOUT_SECONDS': '3'}, actions=[(2.0, add_slot)])
+    check(done.returncode == 0, 'the job succeeds')
+    check('round 2: 3 workers (the job re-formed)' in done.stdout and 'round 3: 1 workers' in done.stdout,
+          'the round with the broken worker failed, and the next went on without its host')
+    check_equal_ends(workers, 1)
+    check_every_sample_once(workers, 1536, 3)
+
+
 def scenario_reorder(args, work):
     count = os.path.join(work, 'count')
     script = os.path.join(work, 'discover.sh')
@@ -429,7 +450,8 @@ def scenario_slurm(args, work):
     check_went_on(done, workers, work, 1, 30, '30 s')
 
 
-SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'reorder': scenario_reorder,
+SCENARIOS = {'kill': scenario_kill, 'grow': scenario_grow, 'broken-new-worker': scenario_broken_new_worker,
+             'reorder': scenario_reorder,
              'reset-limit': scenario_reset_limit,
              'cooldown': scenario_cooldown, 'min-np': scenario_min_np, 'hung': scenario_hung,
              'stall': scenario_stall, 'horovod-grow-shrink': scenario_horovod_grow_shrink,

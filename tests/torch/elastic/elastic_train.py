@@ -10,6 +10,7 @@ HOST:STEP (the worker sleeps for good in its own code: kolo's threads still answ
 import argparse
 import json
 import os
+import sys
 import signal
 import time
 
@@ -30,8 +31,12 @@ parser.add_argument('--step-seconds', type=float, default=0.0, help='sleep per s
 parser.add_argument('--process-set', action='store_true',
                     help="each round makes a process set of its even ranks and sums on it every step "
                          "(needs KOLO_DYNAMIC_PROCESS_SETS=1): sets made again after a reset")
+parser.add_argument('--die-before-init', default='',
+                    help='HOST:SLOT: the worker there exits with 1 before it reaches kolo (a broken new host)')
 args = parser.parse_args()
 
+if args.die_before_init == f"{os.environ.get('KOLO_HOSTNAME', '')}:{os.environ.get('KOLO_LOCAL_RANK')}":
+    sys.exit(1)
 hvd.init()
 torch.manual_seed(0)
 generator = torch.Generator().manual_seed(1)

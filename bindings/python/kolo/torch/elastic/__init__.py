@@ -57,8 +57,16 @@ def run(func):
         reset_required = False
         while True:
             if reset_required:
-                _reset()
-                state.on_reset()
+                try:
+                    _reset()
+                    state.on_reset()
+                except KoloError as e:
+                    # A worker of the new round never arrived (its host broken): that round is
+                    # lost as a worker is, and the next reset asks for a later one. The state
+                    # was restored before this reset.
+                    if e.code != 'CommFailure' or not _C.is_elastic():
+                        raise
+                    continue
             try:
                 state.sync()  # inside: a worker lost while the state is synced is lost as any other
                 return func(state, *args, **kwargs)
