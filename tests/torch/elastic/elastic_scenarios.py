@@ -208,16 +208,22 @@ def scenario_kill(args, work):
     check_every_sample_once(workers, 1536, 3)
 
 
-def scenario_grow(args, work):
+def run_with_hosts_changing(args, work, first, then, kolorun_flags, train_flags, env=None):
+    """A job whose discovery script lists the hosts `first`, and `then` from 2 s on."""
     hosts = os.path.join(work, 'hosts')
     with open(hosts, 'w') as f:
-        f.write('localhost:2\n')
+        f.write(first)
 
-    def add_host():
-        with open(hosts, 'a') as f:
-            f.write('127.0.0.1:1\n')
-    done, workers = run_job(args, work, ['--min-np', '2', '--max-np', '3', '--host-discovery-script', f'cat {hosts}'],
-                            TRAIN + ['--step-seconds', '0.02'], actions=[(2.0, add_host)])
+    def change():
+        with open(hosts, 'w') as f:
+            f.write(then)
+    return run_job(args, work, kolorun_flags + ['--host-discovery-script', f'cat {hosts}'],
+                   TRAIN + ['--step-seconds', '0.02'] + train_flags, env=env, actions=[(2.0, change)])
+
+
+def scenario_grow(args, work):
+    done, workers = run_with_hosts_changing(args, work, 'localhost:2\n', 'localhost:2\n127.0.0.1:1\n',
+                                            ['--min-np', '2', '--max-np', '3'], [])
     check(done.returncode == 0, 'the job succeeds')
     check('round 2: 3 workers (the job re-formed)' in done.stdout, 'the job grew to 3 workers')
     check_equal_ends(workers, 3)
@@ -225,16 +231,9 @@ def scenario_grow(args, work):
 
 
 def scenario_broken_new_worker(args, work):
-    hosts = os.path.join(work, 'hosts')
-    with open(hosts, 'w') as f:
-        f.write('localhost:1\n127.0.0.1:1\n')
-
-    def add_slot():
-        with open(hosts, 'w') as f:
-            f.write('localhost:1\n127.0.0.1:2\n')
-    done, workers = run_job(args, work, ['--min-np', '1', '--max-np', '3', '--host-discovery-script', f'cat {hosts}'],
-                            TRAIN + ['--step-seconds', '0.02', '--die-before-init', '127.0.0.1:1'],
-                            env={'KOLO_CONTROL_TIMEOUT_SECONDS': '3'}, actions=[(2.0, add_slot)])
+    done, workers = run_with_hosts_changing(args, work, 'localhost:1\n127.0.0.1:1\n', 'localhost:1\n127.0.0.1:2\n',
+                                            ['--min-np', '1', '--max-np', '3'], ['--die-before-init', '127.0.0.1:1'],
+                                            env={'KOLO_CONTROL_TIMEOUT_SECONDS': '3'})
     check(done.returncode == 0, 'the job succeeds')
     check('round 2: 3 workers (the job re-formed)' in done.stdout and 'round 3: 1 workers' in done.stdout,
           'the round with the broken worker failed, and the next went on without its host')
