@@ -80,16 +80,18 @@ class State {
 template <class Train>
 auto run(State& state, Train&& train) -> decltype(train()) {
   bool reset_required = false;
+  int failed_resets = 0;  // in a row: with kolorun gone, every reset would wait and fail
   for (;;) {
     if (reset_required) {
       try {
         reset();
         state.on_reset();
+        failed_resets = 0;
       } catch (const Error& e) {
         // A worker of the new round never arrived (its host broken): that round is lost as
         // a worker is, and the next reset asks for a later one. The state was restored
         // before this reset.
-        if (e.code() != StatusCode::CommFailure || !is_elastic()) throw;
+        if (e.code() != StatusCode::CommFailure || !is_elastic() || ++failed_resets > 3) throw;
         continue;
       }
     }

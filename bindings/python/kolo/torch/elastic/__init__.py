@@ -55,16 +55,19 @@ def run(func):
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         reset_required = False
+        failed_resets = 0  # in a row: with kolorun gone, every reset would wait and fail
         while True:
             if reset_required:
                 try:
                     _reset()
                     state.on_reset()
+                    failed_resets = 0
                 except KoloError as e:
                     # A worker of the new round never arrived (its host broken): that round is
                     # lost as a worker is, and the next reset asks for a later one. The state
                     # was restored before this reset.
-                    if e.code != 'CommFailure' or not _C.is_elastic():
+                    failed_resets += 1
+                    if e.code != 'CommFailure' or not _C.is_elastic() or failed_resets > 3:
                         raise
                     continue
             try:
