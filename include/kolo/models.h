@@ -207,8 +207,7 @@ class Conv2d : public Module {
   Conv2dOptions options_;
   Parameter* weight_;
   Parameter* bias_ = nullptr;
-  Tensor input_;                      // kept by a training-mode forward for backward
-  std::vector<int64_t> output_shape_;
+  Tensor input_;  // kept by a training-mode forward for backward
 };
 
 struct BatchNormOptions {

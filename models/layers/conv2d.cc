@@ -30,13 +30,17 @@ Tensor Conv2d::forward(const Tensor& input) {
     kernels(input.device()).conv2d_forward(s, input.data(), weight_->value.data(),
                                            bias_ ? bias_->value.data() : nullptr, y.data());
   input_ = is_training() ? input : Tensor();  // an eval forward leaves nothing to backward
-  output_shape_ = y.shape();
   return y;
 }
 
 Tensor Conv2d::backward(const Tensor& grad_output) {
-  check_backward(weight_->name, input_.ndim() > 0, grad_output, output_shape_);
-  const ConvShape s = conv_shape(options_, input_, weight_->name);
+  ConvShape s{};
+  std::vector<int64_t> output_shape;  // none before a forward
+  if (input_.ndim() > 0) {
+    s = conv_shape(options_, input_, weight_->name);
+    output_shape = {s.batch, s.out_channels, s.out_height(), s.out_width()};
+  }
+  check_backward(weight_->name, input_.ndim() > 0, grad_output, output_shape);
   check_device(grad_output, input_.device(), weight_->name + "'s output gradient", "the input");
   Tensor dx = needs_input_grad() ? Tensor::uninitialized(input_.shape(), input_.device()) : Tensor();
   if (s.batch > 0)  // gradients add up: an empty batch adds nothing
